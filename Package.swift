@@ -1,0 +1,71 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Reseed",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "Reseed", targets: ["Reseed"]),
+        .library(name: "ReseedPackaging", targets: ["ReseedPackaging"]),
+        .library(name: "ReseedTesting", targets: ["ReseedTesting"]),
+        .executable(name: "reseed", targets: ["reseed"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    ],
+    targets: [
+        // Syscalls Glibc hides without _GNU_SOURCE (copy_file_range, renameat2, FICLONE).
+        .target(name: "CReseedSystem"),
+        .target(
+            name: "Reseed",
+            dependencies: [
+                "CReseedSystem",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
+        .target(
+            name: "ReseedPackaging",
+            dependencies: [
+                "Reseed",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .target(
+            name: "ReseedTesting",
+            dependencies: [
+                "Reseed",
+                "ReseedPackaging",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
+        .executableTarget(
+            name: "reseed",
+            dependencies: [
+                "Reseed",
+                "ReseedPackaging",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "ReseedTests",
+            dependencies: ["Reseed", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "ReseedPackagingTests",
+            dependencies: ["ReseedPackaging", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "ReseedTestingTests",
+            dependencies: ["ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(
+            name: "ReseedCLITests",
+            dependencies: ["ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+    ],
+    swiftLanguageModes: [.v6]
+)

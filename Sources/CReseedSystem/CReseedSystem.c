@@ -1,0 +1,52 @@
+// Glibc declares these only with _GNU_SOURCE, which Swift's Glibc module does not define.
+#define _GNU_SOURCE
+#include "CReseedSystem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <sys/ioctl.h>
+#include <linux/fs.h>
+#endif
+
+ssize_t reseed_copy_file_range(int fd_in, int fd_out, size_t length) {
+#if defined(__linux__)
+    return copy_file_range(fd_in, NULL, fd_out, NULL, length, 0);
+#else
+    (void)fd_in; (void)fd_out; (void)length;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int reseed_ficlone(int fd_dst, int fd_src) {
+#if defined(__linux__) && defined(FICLONE)
+    return ioctl(fd_dst, FICLONE, fd_src);
+#else
+    (void)fd_dst; (void)fd_src;
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+
+int reseed_rename_noreplace(int old_dirfd, const char *old_path, int new_dirfd, const char *new_path) {
+#if defined(__linux__) && defined(RENAME_NOREPLACE)
+    return renameat2(old_dirfd, old_path, new_dirfd, new_path, RENAME_NOREPLACE);
+#else
+    (void)old_dirfd; (void)old_path; (void)new_dirfd; (void)new_path;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int reseed_advise_sequential(int fd) {
+#if defined(POSIX_FADV_SEQUENTIAL)
+    return posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#else
+    (void)fd;
+    return 0;
+#endif
+}

@@ -1,0 +1,19 @@
+#ifndef CRESEED_SYSTEM_H
+#define CRESEED_SYSTEM_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/// copy_file_range(2) on Linux; returns -1 with errno ENOSYS elsewhere.
+ssize_t reseed_copy_file_range(int fd_in, int fd_out, size_t length);
+
+/// ioctl(dst, FICLONE, src) on Linux; returns -1 with errno EOPNOTSUPP elsewhere.
+int reseed_ficlone(int fd_dst, int fd_src);
+
+/// renameat2(..., RENAME_NOREPLACE) on Linux; returns -1 with errno ENOSYS elsewhere.
+int reseed_rename_noreplace(int old_dirfd, const char *old_path, int new_dirfd, const char *new_path);
+
+/// posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) where available; 0 elsewhere.
+int reseed_advise_sequential(int fd);
+
+#endif

@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SystemPackage
+
+/// One action Reseed takes on the user's files, as the file-system seam reports it.
+package struct FileAction: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of action it is.
+    package enum Kind: String, Sendable, Hashable {
+        case createDirectory, createFile, copy, write, sync, syncDirectory, rename, link, remove, lock
+    }
+
+    package var kind: Kind
+    /// The file or directory acted on (the destination, for rename and link).
+    package var path: String
+
+    package var description: String { "\(kind.rawValue) \(path)" }
+}
+
+/// Observes, and may fail, each action before and after it happens: the seam crash and fault tests use.
+package protocol FileSystemObserver: Sendable {
+    /// Called before the action; throwing makes the action fail as if the OS had refused it.
+    func willPerform(_ action: FileAction) throws
+    /// Called after the action succeeded; throwing stops the caller there, as a crash would.
+    func didPerform(_ action: FileAction) throws
+}
+
+/// A failed system call with the path it was made on.
+package struct FileSystemFailure: Error, Sendable {
+    package var operation: String
+    package var path: String
+    package var errno: Errno
+}
+
+/// The file-system layer: every durability-critical action on the user's files goes through here.
+///
+/// It wraps ``Syscalls`` with paths for errors and with an optional observer
+/// (tests use it to stop or fail the work after any action).
+package struct FileSystem: Sendable {
+    package var observer: (any FileSystemObserver)?
+
+    package init(observer: (any FileSystemObserver)? = nil) {
+        self.observer = observer
+    }
+
+    /// Runs one action through the observer.
+    package func perform<T>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(Errno) -> T) throws -> T {
+        let action = FileAction(kind: kind, path: path)
+        try observer?.willPerform(action)
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            throw FileSystemFailure(operation: kind.rawValue, path: path, errno: error)
+        }
+        try observer?.didPerform(action)
+        return result
+    }
+
+    /// Wraps a read-only call, which the observer does not see.
+    package func reading<T>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(FileSystemFailure) -> T {
+        do {
+            return try body()
+        } catch {
+            throw FileSystemFailure(operation: operation, path: path, errno: error)
+        }
+    }
+
+    /// Opens a directory, creating it (and its parents, mode 0755) when `create` is true.
+    package func openDirectory(_ url: URL, create: Bool) throws -> Directory {
+        let path = url.path
+        if create { try createDirectories(path) }
+        let fd = try reading("open", path) { () throws(Errno) in
+            try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY)
+        }
+        return Directory(fileSystem: self, url: url, fd: fd)
+    }
+
+    private func createDirectories(_ path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path { try createDirectories(parent) }
+        do {
+            try perform(.createDirectory, path) { () throws(Errno) in
+                try Syscalls.mkdirat(AT_FDCWD, path, 0o755)
+            }
+        } catch let failure as FileSystemFailure where failure.errno == .fileExists {
+            return
+        }
+    }
+}
+
+/// An open directory: names inside it are resolved relative to its descriptor, never re-walked.
+package final class Directory: Sendable {
+    package let fileSystem: FileSystem
+    package let url: URL
+    package let fd: Int32
+
+    init(fileSystem: FileSystem, url: URL, fd: Int32) {
+        self.fileSystem = fileSystem
+        self.url = url
+        self.fd = fd
+    }
+
+    deinit { try? Syscalls.close(fd) }
+
+    package func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    /// Creates `name` exclusively (`O_EXCL`, never following a link), mode 0644 less the umask.
+    package func createExclusive(_ name: String) throws -> Int32 {
+        try fileSystem.perform(.createFile, path(name)) { () throws(Errno) in
+            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
+        }
+    }
+
+    /// Opens `name` for reading without following a link; nil when it does not exist.
+    package func openForReading(_ name: String) throws(FileSystemFailure) -> Int32? {
+        do {
+            return try Syscalls.openat(fd, name, O_RDONLY | O_NOFOLLOW)
+        } catch where error == .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw FileSystemFailure(operation: "open", path: path(name), errno: error)
+        }
+    }
+
+    /// Opens (creating when needed) a lock file; it is never removed, so every locker meets the same inode.
+    package func openLockFile(_ name: String) throws -> Int32 {
+        try fileSystem.perform(.lock, path(name)) { () throws(Errno) in
+            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0o644)
+        }
+    }
+
+    /// Describes `name` without following a link; nil when absent.
+    package func status(_ name: String) throws(FileSystemFailure) -> stat? {
+        try fileSystem.reading("stat", path(name)) { () throws(Errno) in try Syscalls.lstatat(fd, name) }
+    }
+
+    /// Atomically renames `from` over `to` inside this directory.
+    package func rename(_ from: String, to: String) throws {
+        try fileSystem.perform(.rename, path(to)) { () throws(Errno) in try Syscalls.renameat(fd, from, fd, to) }
+    }
+
+    /// Renames `from` to `to`, failing with `EEXIST` rather than replacing an existing `to`.
+    package func renameNoReplace(_ from: String, to: String) throws {
+        try fileSystem.perform(.rename, path(to)) { () throws(Errno) in try Syscalls.renameNoReplace(fd, from, fd, to) }
+    }
+
+    /// Makes `to` a second name of `from`.
+    package func link(_ from: String, to: String) throws {
+        try fileSystem.perform(.link, path(to)) { () throws(Errno) in try Syscalls.linkat(fd, from, fd, to) }
+    }
+
+    /// Removes `name`; returns false when it was already absent.
+    @discardableResult
+    package func remove(_ name: String) throws -> Bool {
+        do {
+            try fileSystem.perform(.remove, path(name)) { () throws(Errno) in try Syscalls.unlinkat(fd, name) }
+            return true
+        } catch let failure as FileSystemFailure where failure.errno == .noSuchFileOrDirectory {
+            return false
+        }
+    }
+
+    /// fsyncs the directory, making renames and creations inside it durable.
+    package func sync() throws {
+        try fileSystem.perform(.syncDirectory, url.path) { () throws(Errno) in try Syscalls.fsync(fd) }
+    }
+
+    /// fsyncs a file open in this directory.
+    package func sync(_ file: Int32, name: String) throws {
+        try fileSystem.perform(.sync, path(name)) { () throws(Errno) in try Syscalls.fsync(file) }
+    }
+
+    /// Writes all of `bytes` to `file` at its current offset.
+    package func write(_ bytes: [UInt8], to file: Int32, name: String) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file, bytes) }
+    }
+
+    /// The names in this directory (not `.` and `..`).
+    package func names() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: url.path)
+    }
+}

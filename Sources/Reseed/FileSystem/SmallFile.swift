@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SystemPackage
+
+/// Reads a small file whole (a manifest, the preferences), refusing one larger than `limit`
+/// without reading it; nil when the file does not exist.
+func readSmallFileIfPresent(
+    _ url: URL, limit: Int, step: ReseedError.Step, tooLarge: (Int64) -> ReseedError
+) throws(ReseedError) -> [UInt8]? {
+    let path = url.path
+    let fd: Int32
+    do {
+        fd = try Syscalls.openat(AT_FDCWD, path, O_RDONLY)
+    } catch where error == .noSuchFileOrDirectory {
+        return nil
+    } catch {
+        throw ReseedError(.io, step: step, path: path, errno: error, message: "cannot open")
+    }
+    defer { try? Syscalls.close(fd) }
+    do {
+        let info = try Syscalls.fstat(fd)
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ReseedError(.io, step: step, path: path, errno: .isDirectory, message: "not a regular file")
+        }
+        guard Int64(info.st_size) <= Int64(limit) else { throw tooLarge(Int64(info.st_size)) }
+        // Read one byte past the limit so a file that grew since fstat is caught too.
+        let bytes = try Syscalls.pread(fd, count: limit + 1, at: 0)
+        guard bytes.count <= limit else { throw tooLarge(Int64(bytes.count)) }
+        return bytes
+    } catch let error as Errno {
+        throw ReseedError(.io, step: step, path: path, errno: error, message: "cannot read")
+    } catch let error as ReseedError {
+        throw error
+    } catch {
+        throw ReseedError.wrapping(error, step: step, path: path)
+    }
+}
+
+/// Like ``readSmallFileIfPresent(_:limit:step:tooLarge:)``, but a missing file is an error.
+func readSmallFile(
+    _ url: URL, limit: Int, step: ReseedError.Step, tooLarge: (Int64) -> ReseedError
+) throws(ReseedError) -> [UInt8] {
+    guard let bytes = try readSmallFileIfPresent(url, limit: limit, step: step, tooLarge: tooLarge) else {
+        throw ReseedError(step == .readManifest ? .seedNotFound : .io, step: step, path: url.path, errno: .noSuchFileOrDirectory,
+                          message: "file not found")
+    }
+    return bytes
+}

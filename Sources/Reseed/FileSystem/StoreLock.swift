@@ -1,0 +1,77 @@
+import Foundation
+import Synchronization
+import SystemPackage
+
+/// An exclusive lock on one store, held across processes (`flock` on a lock file)
+/// and across threads of this process (a process-wide table of held locks).
+///
+/// `flock` alone would serialise threads too on Linux (each open file
+/// description is a separate holder), but not on every system; the in-process
+/// table makes that explicit and lets a waiting thread poll without a descriptor.
+package final class StoreLock: Sendable {
+    private static let heldInProcess = Mutex<Set<String>>([])
+    /// How long a waiter sleeps between two attempts.
+    private static let pollInterval: Duration = .milliseconds(5)
+
+    package let path: String
+    private let fd: Int32
+    private let released = Mutex(false)
+
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
+    }
+
+    /// Takes the lock named `name` in `directory`, waiting up to `timeout`.
+    ///
+    /// Returns nil when the timeout ran out while another holder kept the lock.
+    package static func acquire(_ name: String, in directory: Directory, timeout: Duration) throws -> StoreLock? {
+        let path = directory.path(name)
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            if claimInProcess(path) {
+                do {
+                    let fd = try directory.openLockFile(name)
+                    let locked: Bool
+                    do {
+                        locked = try directory.fileSystem.reading("flock", path) { () throws(Errno) in try Syscalls.tryLock(fd, exclusive: true) }
+                    } catch {
+                        try? Syscalls.close(fd)
+                        throw error
+                    }
+                    if locked { return StoreLock(path: path, fd: fd) }
+                    try? Syscalls.close(fd)
+                    releaseInProcess(path)
+                } catch {
+                    releaseInProcess(path)
+                    throw error
+                }
+            }
+            if clock.now >= deadline { return nil }
+            Thread.sleep(forTimeInterval: Double(pollInterval.components.attoseconds) / 1e18)
+        }
+    }
+
+    /// Releases the lock; later calls do nothing.
+    package func release() {
+        let wasReleased = released.withLock { value in
+            defer { value = true }
+            return value
+        }
+        if wasReleased { return }
+        try? Syscalls.unlock(fd)
+        try? Syscalls.close(fd)
+        Self.releaseInProcess(path)
+    }
+
+    deinit { release() }
+
+    private static func claimInProcess(_ path: String) -> Bool {
+        heldInProcess.withLock { $0.insert(path).inserted }
+    }
+
+    private static func releaseInProcess(_ path: String) {
+        _ = heldInProcess.withLock { $0.remove(path) }
+    }
+}

@@ -1,0 +1,207 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CReseedSystem
+import SystemPackage
+
+/// Every system call Reseed makes, in one place.
+///
+/// Each wrapper names the C call it wraps, retries `EINTR` (the only place
+/// that does), and throws the failure as an `Errno` value. Nothing here knows
+/// about seeds or stores: callers attach the path and the step.
+package enum Syscalls {
+    /// Runs `body` until it does not fail with `EINTR`.
+    @inline(__always)
+    static func retrying<T: FixedWidthInteger>(_ body: () -> T) throws(Errno) -> T {
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = Errno(rawValue: errno)
+            if code != .interrupted { throw code }
+        }
+    }
+
+    /// `openat(2)`, with `O_CLOEXEC` always added.
+    package static func openat(_ directory: Int32, _ path: String, _ flags: Int32, _ mode: mode_t = 0) throws(Errno) -> Int32 {
+        try retrying { path.withCString { system_openat(directory, $0, flags | O_CLOEXEC, mode) } }
+    }
+
+    /// `close(2)`. `EINTR` is not retried: on Linux the descriptor is gone either way.
+    package static func close(_ fd: Int32) throws(Errno) {
+        if system_close(fd) == -1 {
+            let code = Errno(rawValue: errno)
+            if code != .interrupted { throw code }
+        }
+    }
+
+    /// `fsync(2)`; `fcntl(F_FULLFSYNC)` on Apple platforms, where fsync does not reach the medium.
+    package static func fsync(_ fd: Int32) throws(Errno) {
+        #if canImport(Darwin)
+        if (try? retrying { fcntl(fd, F_FULLFSYNC) }) != nil { return }
+        #endif
+        _ = try retrying { system_fsync(fd) }
+    }
+
+    /// `flock(2)` with `LOCK_NB`: returns false when another holder has the lock.
+    package static func tryLock(_ fd: Int32, exclusive: Bool) throws(Errno) -> Bool {
+        do {
+            _ = try retrying { flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) }
+            return true
+        } catch where error == .wouldBlock {
+            return false
+        }
+    }
+
+    /// `flock(fd, LOCK_UN)`.
+    package static func unlock(_ fd: Int32) throws(Errno) {
+        _ = try retrying { flock(fd, LOCK_UN) }
+    }
+
+    /// `renameat(2)`: atomically replaces `to` when it exists.
+    package static func renameat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
+        _ = try retrying { system_renameat(fromDirectory, from, toDirectory, to) }
+    }
+
+    /// `renameat2(..., RENAME_NOREPLACE)`; on systems without it, `linkat(2)` then `unlinkat(2)`.
+    package static func renameNoReplace(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
+        do {
+            _ = try retrying { reseed_rename_noreplace(fromDirectory, from, toDirectory, to) }
+        } catch where error == .noFunction || error == .invalidArgument {
+            try linkat(fromDirectory, from, toDirectory, to)
+            try unlinkat(fromDirectory, from)
+        }
+    }
+
+    /// `linkat(2)` without following a symbolic link at `from`.
+    package static func linkat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
+        _ = try retrying { system_linkat(fromDirectory, from, toDirectory, to, 0) }
+    }
+
+    /// `unlinkat(2)` of a file.
+    package static func unlinkat(_ directory: Int32, _ path: String) throws(Errno) {
+        _ = try retrying { system_unlinkat(directory, path, 0) }
+    }
+
+    /// `mkdirat(2)`.
+    package static func mkdirat(_ directory: Int32, _ path: String, _ mode: mode_t) throws(Errno) {
+        _ = try retrying { system_mkdirat(directory, path, mode) }
+    }
+
+    /// `fstat(2)`.
+    package static func fstat(_ fd: Int32) throws(Errno) -> stat {
+        var info = stat()
+        _ = try retrying { system_fstat(fd, &info) }
+        return info
+    }
+
+    /// `fstatat(2)` without following a final symbolic link; nil when the name does not exist.
+    package static func lstatat(_ directory: Int32, _ path: String) throws(Errno) -> stat? {
+        var info = stat()
+        do {
+            _ = try retrying { system_fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW) }
+            return info
+        } catch where error == .noSuchFileOrDirectory {
+            return nil
+        }
+    }
+
+    /// `read(2)` into `buffer`; returns the count read, 0 at end of file.
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retrying { system_read(fd, buffer.baseAddress, buffer.count) }
+    }
+
+    /// `pread(2)` until `buffer` is full or end of file; returns the count read.
+    package static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let count = try retrying {
+                system_pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            }
+            if count == 0 { break }
+            done += count
+        }
+        return done
+    }
+
+    /// `pread(2)` of up to `count` bytes at `offset`; fewer at end of file.
+    package static func pread(_ fd: Int32, count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var failure: Errno?
+        let done = bytes.withUnsafeMutableBytes { buffer -> Int in
+            do throws(Errno) { return try pread(fd, into: buffer, at: offset) } catch { failure = error; return 0 }
+        }
+        if let failure { throw failure }
+        bytes.removeSubrange(done...)
+        return bytes
+    }
+
+    /// `write(2)` of all of `bytes`.
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
+        var failure: Errno?
+        bytes.withUnsafeBytes { buffer in
+            do throws(Errno) { try writeAll(fd, buffer) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// `write(2)` until all of `buffer` is written.
+    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(Errno) {
+        var done = 0
+        while done < buffer.count {
+            done += try retrying { system_write(fd, buffer.baseAddress! + done, buffer.count - done) }
+        }
+    }
+
+    /// `copy_file_range(2)`: returns the count copied, 0 at end of file.
+    package static func copyFileRange(from source: Int32, to destination: Int32, length: Int) throws(Errno) -> Int {
+        try retrying { reseed_copy_file_range(source, destination, length) }
+    }
+
+    /// `ioctl(FICLONE)`: makes `destination` share `source`'s blocks (Btrfs, XFS).
+    package static func cloneFile(from source: Int32, to destination: Int32) throws(Errno) {
+        _ = try retrying { reseed_ficlone(destination, source) }
+    }
+
+    /// `posix_fadvise(POSIX_FADV_SEQUENTIAL)`: a hint only, so failures are ignored.
+    package static func adviseSequential(_ fd: Int32) {
+        _ = reseed_advise_sequential(fd)
+    }
+
+    /// `ftruncate(2)`.
+    package static func ftruncate(_ fd: Int32, _ length: Int64) throws(Errno) {
+        _ = try retrying { system_ftruncate(fd, off_t(length)) }
+    }
+
+    /// `fchmod(2)`.
+    package static func fchmod(_ fd: Int32, _ mode: mode_t) throws(Errno) {
+        _ = try retrying { system_fchmod(fd, mode) }
+    }
+
+    /// `umask(2)` read without changing it.
+    package static func currentUmask() -> mode_t {
+        // umask has no read-only form; set and restore is the portable idiom.
+        let mask = umask(0o022)
+        umask(mask)
+        return mask
+    }
+}
+
+// The C calls under names that do not collide with the wrappers above.
+private func system_openat(_ a0: Int32, _ a1: UnsafePointer<CChar>, _ a2: Int32, _ a3: mode_t) -> Int32 { openat(a0, a1, a2, a3) }
+private func system_close(_ a0: Int32) -> Int32 { close(a0) }
+private func system_fsync(_ a0: Int32) -> Int32 { fsync(a0) }
+private func system_renameat(_ a0: Int32, _ a1: String, _ a2: Int32, _ a3: String) -> Int32 { renameat(a0, a1, a2, a3) }
+private func system_linkat(_ a0: Int32, _ a1: String, _ a2: Int32, _ a3: String, _ a4: Int32) -> Int32 { linkat(a0, a1, a2, a3, a4) }
+private func system_unlinkat(_ a0: Int32, _ a1: String, _ a2: Int32) -> Int32 { unlinkat(a0, a1, a2) }
+private func system_mkdirat(_ a0: Int32, _ a1: String, _ a2: mode_t) -> Int32 { mkdirat(a0, a1, a2) }
+private func system_fstat(_ a0: Int32, _ a1: UnsafeMutablePointer<stat>) -> Int32 { fstat(a0, a1) }
+private func system_fstatat(_ a0: Int32, _ a1: String, _ a2: UnsafeMutablePointer<stat>, _ a3: Int32) -> Int32 { fstatat(a0, a1, a2, a3) }
+private func system_read(_ a0: Int32, _ a1: UnsafeMutableRawPointer?, _ a2: Int) -> Int { read(a0, a1, a2) }
+private func system_pread(_ a0: Int32, _ a1: UnsafeMutableRawPointer, _ a2: Int, _ a3: off_t) -> Int { pread(a0, a1, a2, a3) }
+private func system_write(_ a0: Int32, _ a1: UnsafeRawPointer, _ a2: Int) -> Int { write(a0, a1, a2) }
+private func system_ftruncate(_ a0: Int32, _ a1: off_t) -> Int32 { ftruncate(a0, a1) }
+private func system_fchmod(_ a0: Int32, _ a1: mode_t) -> Int32 { fchmod(a0, a1) }

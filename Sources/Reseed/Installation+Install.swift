@@ -1,0 +1,166 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import SystemPackage
+
+extension Installation {
+    /// Steps 3 to 5: copy and verify into a temp file, swap it in, record the version.
+    func install(_ outcome: inout LaunchOutcome, reason: LaunchOutcome.Reason, storeState: StoreState) throws(ReseedError) -> LaunchOutcome {
+        logger.info("installing seed", metadata: [
+            "store": "\(storePath)", "version": "\(manifest.version)", "reason": "\(reason.rawValue)",
+            "previous": "\(outcome.previousVersion ?? "none")",
+        ])
+        outcome.action = .installed
+        outcome.reason = reason
+        outcome.verification = configuration.verification
+        outcome.removedLeftovers = try during(.cleanUp, path: directory.url.path) {
+            try directory.removeTemporaryFiles(for: storeName)
+        }
+        if !outcome.removedLeftovers.isEmpty {
+            logger.notice("removed temporary files of an interrupted launch", metadata: ["files": "\(outcome.removedLeftovers)"])
+        }
+
+        let temporary = Directory.temporaryName(for: storeName)
+        try copyAndVerify(into: temporary)
+        do {
+            try swap(in: temporary, storeState: storeState, outcome: &outcome)
+        } catch {
+            try? directory.remove(temporary)
+            throw error
+        }
+        if let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
+        return outcome
+    }
+
+    /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
+    private func copyAndVerify(into temporary: String) throws(ReseedError) {
+        let seedPath = seed.fileURL.path
+        let source: Int32
+        do {
+            source = try Syscalls.openat(AT_FDCWD, seedPath, O_RDONLY)
+        } catch {
+            throw ReseedError(error == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .copy, path: seedPath, errno: error,
+                              message: "cannot open the seed")
+        }
+        defer { try? Syscalls.close(source) }
+        let destination = try during(.copy, path: directory.path(temporary)) { try directory.createExclusive(temporary) }
+        var closed = false
+        do {
+            let total = manifest.size
+            let progress = configuration.progress
+            let copier = FileCopier(hashing: configuration.verification == .checksum, progress: progress.map { report in
+                { @Sendable done in report(done, total) }
+            })
+            let copied = try during(.copy, path: seedPath) {
+                try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
+                    try copier.copy(from: source, to: destination)
+                }
+            }
+            try during(.copy, path: directory.path(temporary)) { try directory.sync(destination, name: temporary) }
+            try verify(destination, temporary: temporary, copied: copied)
+            try during(.copy, path: directory.path(temporary)) {
+                closed = true
+                try Syscalls.close(destination)
+            }
+            try verifyEmbeddedMetadata(temporary)
+        } catch {
+            if !closed { try? Syscalls.close(destination) }
+            try? directory.remove(temporary)
+            throw error
+        }
+    }
+
+    private func verificationFailure(_ message: String) -> ReseedError {
+        ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, message: message)
+    }
+
+    /// The O(1) checks of ``Verification/size``, and the SHA-256 of ``Verification/checksum``.
+    private func verify(_ fd: Int32, temporary: String, copied: FileCopier.Result) throws(ReseedError) {
+        let path = directory.path(temporary)
+        let size = try during(.verify, path: path) {
+            try directory.fileSystem.reading("fstat", path) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
+        }
+        guard size == manifest.size, copied.bytes == manifest.size else {
+            throw verificationFailure("seed is \(size) bytes, the manifest says \(manifest.size)")
+        }
+        let bytes = try during(.verify, path: path) {
+            try directory.fileSystem.reading("read", path) { () throws(Errno) in try Syscalls.pread(fd, count: StoreHeader.size, at: 0) }
+        }
+        guard let header = StoreHeader(bytes) else { throw verificationFailure("seed does not start with a SQLite header") }
+        guard header.isRollbackJournal else { throw verificationFailure("seed is in WAL mode; a seed must use a rollback journal") }
+        guard header.pageSize == manifest.pageSize else {
+            throw verificationFailure("seed page size is \(header.pageSize), the manifest says \(manifest.pageSize)")
+        }
+        guard header.userVersion == manifest.userVersion, header.applicationID == manifest.applicationID else {
+            throw verificationFailure(
+                "seed user_version/application_id are \(header.userVersion)/\(header.applicationID), the manifest says \(manifest.userVersion)/\(manifest.applicationID)")
+        }
+        if configuration.verification == .checksum {
+            guard let digest = copied.sha256 else { throw verificationFailure("no checksum was computed") }
+            guard digest == manifest.sha256 else {
+                throw verificationFailure("seed SHA-256 is \(digest), the manifest says \(manifest.sha256)")
+            }
+        }
+    }
+
+    private func verifyEmbeddedMetadata(_ temporary: String) throws(ReseedError) {
+        let metadata: SeedMetadata?
+        do {
+            metadata = try SeedMetadata.read(path: directory.path(temporary))
+        } catch {
+            throw verificationFailure("seed cannot be read as a database: \(error)")
+        }
+        guard let metadata else { throw verificationFailure("seed has no \(SeedMetadata.tableName) table") }
+        guard metadata.name == manifest.name, metadata.version == manifest.version else {
+            throw verificationFailure(
+                "seed says it is '\(metadata.name)' \(metadata.version), the manifest says '\(manifest.name)' \(manifest.version)")
+        }
+    }
+
+    /// Step 4: no one has the old store open; sidecars gone; rename; directory fsync.
+    private func swap(in temporary: String, storeState: StoreState, outcome: inout LaunchOutcome) throws(ReseedError) {
+        var storeGuard: StoreGuard?
+        defer { storeGuard?.release() }
+        var invalid = storeState == .notSQLite
+        if storeState == .sqlite {
+            let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
+            switch try StoreGuard.acquire(path: storePath, deadline: deadline) {
+            case .guarded(let held):
+                storeGuard = held
+            case .notADatabase(let why):
+                logger.warning("old store is not a usable database", metadata: ["store": "\(storePath)", "reason": "\(why)"])
+                invalid = true
+            case .busy(let why):
+                throw ReseedError(.storeBusy, step: .checkStoreNotInUse, path: storePath,
+                                  message: "the store is open in another connection or process (\(why)); waited \(configuration.busyTimeout), changed nothing")
+            }
+        }
+        if invalid || outcome.reason == .storeInvalid, try during(.inspectStore, path: storePath, { try directory.status(storeName) }) != nil {
+            outcome.storeKeptAside = try keepAside()
+        }
+        try during(.removeSidecars, path: storePath) {
+            for suffix in ["-wal", "-shm", "-journal"] {
+                try directory.remove(storeName + suffix)
+            }
+        }
+        try during(.replace, path: storePath) {
+            try directory.rename(temporary, to: storeName)
+            try directory.sync()
+        }
+    }
+
+    /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.
+    private func keepAside() throws(ReseedError) -> URL {
+        let name = "\(storeName).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
+        try during(.replace, path: storePath) { try directory.link(storeName, to: name) }
+        logger.warning("kept the unusable store aside", metadata: ["at": "\(directory.path(name))"])
+        return URL(fileURLWithPath: directory.path(name))
+    }
+}

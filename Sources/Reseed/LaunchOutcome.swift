@@ -1,0 +1,89 @@
+import Foundation
+
+/// What a launch did, for the app to log or show, and for tests to assert on.
+///
+/// ```swift
+/// let (database, outcome) = try launcher.launch()
+/// if outcome.action == .installed, outcome.change == .upgrade { showWhatsNew() }
+/// ```
+public struct LaunchOutcome: Sendable, Hashable, Codable {
+    /// What happened to the store.
+    public enum Action: String, Sendable, Hashable, Codable {
+        /// The bundled seed was copied in and replaced whatever was there.
+        case installed
+        /// The store already held the shipped version; nothing was written.
+        case upToDate
+        /// The store already held the shipped version (its embedded name and
+        /// version say so) but the preferences did not record it: the version
+        /// was recorded again and the store kept.
+        case repaired
+    }
+
+    /// Why the seed was installed (or the preferences repaired).
+    public enum Reason: String, Sendable, Hashable, Codable {
+        /// No store and no recorded version: a first launch.
+        case fresh
+        /// The recorded version differs from the shipped one.
+        case versionChanged
+        /// A version is recorded but the store file is gone.
+        case storeMissing
+        /// The store is not a SQLite database, cannot be opened, or is another seed's.
+        case storeInvalid
+        /// The preferences file was not a JSON object; it was moved aside.
+        case preferencesCorrupt
+        /// A store exists but nothing is recorded for it (no preferences file, or no entry).
+        case preferencesMissing
+    }
+
+    public var action: Action
+    /// Nil when ``action`` is ``Action/upToDate``.
+    public var reason: Reason?
+    /// The store name.
+    public var name: String
+    /// The shipped seed version, which the store now holds.
+    public var version: String
+    /// The version recorded before this launch, if any.
+    public var previousVersion: String?
+    /// Upgrade or downgrade, when a recorded version was replaced and both parse as SemVer.
+    public var change: SeedVersion.Change?
+    /// The live store file.
+    public var storeURL: URL
+    /// Where a corrupt preferences file was moved, when one was.
+    public var preferencesMovedAside: URL?
+    /// Where an invalid store was kept (a second name of the old file) before the seed replaced it.
+    public var storeKeptAside: URL?
+    /// Temporary files of an earlier, interrupted launch that this launch removed.
+    public var removedLeftovers: [String]
+    /// The verification the installed copy passed, when the seed was installed.
+    public var verification: Verification?
+
+    public init(
+        action: Action, reason: Reason?, name: String, version: String, previousVersion: String?,
+        change: SeedVersion.Change?, storeURL: URL, preferencesMovedAside: URL? = nil, storeKeptAside: URL? = nil,
+        removedLeftovers: [String] = [], verification: Verification? = nil
+    ) {
+        self.action = action
+        self.reason = reason
+        self.name = name
+        self.version = version
+        self.previousVersion = previousVersion
+        self.change = change
+        self.storeURL = storeURL
+        self.preferencesMovedAside = preferencesMovedAside
+        self.storeKeptAside = storeKeptAside
+        self.removedLeftovers = removedLeftovers
+        self.verification = verification
+    }
+}
+
+/// How thoroughly a copied seed is checked before it replaces the store.
+public enum Verification: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The default, O(1) in the seed's size: the size equals the manifest's, the
+    /// file has a SQLite header in rollback-journal mode with the manifest's page
+    /// size, `user_version` and `application_id`, and the embedded name and
+    /// version equal the manifest's.
+    case size
+    /// All of ``size`` plus the SHA-256 of every byte, computed while copying
+    /// (the seed is read once).
+    case checksum
+}

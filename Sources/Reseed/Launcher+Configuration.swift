@@ -1,0 +1,34 @@
+import Foundation
+import GRDB
+import Logging
+
+extension Launcher {
+    /// Everything about a launch that has a default.
+    ///
+    /// ```swift
+    /// var configuration = Launcher.Configuration()
+    /// configuration.verification = .checksum
+    /// configuration.logger = Logger(label: "com.example.app.reseed")
+    /// ```
+    public struct Configuration: Sendable {
+        /// The preferences file. Default nil: `<data-dir>/preferences.json`.
+        public var preferencesURL: URL?
+        /// How a copied seed is checked before it replaces the store. Default ``Verification/size``.
+        public var verification: Verification = .size
+        /// How long to wait for another launcher of the same store (in this process or another)
+        /// before failing with ``ReseedError/Code/lockTimeout``. Default 60 seconds.
+        public var lockTimeout: Duration = .seconds(60)
+        /// How long to wait for other connections to close the old store before failing
+        /// with ``ReseedError/Code/storeBusy`` and changing nothing. Default 5 seconds.
+        public var busyTimeout: Duration = .seconds(5)
+        /// The GRDB configuration the store is opened with by ``Launcher/launch()``. Default GRDB's.
+        public var database = GRDB.Configuration()
+        /// Where the launcher logs what it decides and does. Default: a logger labelled "reseed"
+        /// (silent until the app bootstraps swift-log).
+        public var logger = Logger(label: "reseed")
+        /// Called while a seed is copied with (bytes copied, total bytes). Default nil.
+        public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+
+        public init() {}
+    }
+}

@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import SystemPackage
+
+/// One launch, under the store's lock: decide, and install when needed.
+struct Installation {
+    let launcher: Launcher
+    let seed: Seed
+    let directory: Directory
+    let preferences: PreferencesFile
+
+    var manifest: SeedManifest { seed.manifest }
+    var configuration: Launcher.Configuration { launcher.configuration }
+    var logger: Logger { configuration.logger }
+    var storeName: String { manifest.storeFileName }
+    var storePath: String { directory.path(storeName) }
+
+    /// What the store file is, judged from its first 16 bytes.
+    enum StoreState { case missing, notSQLite, sqlite }
+
+    func run(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
+        var contents = try preferences.read()
+        var movedAside: URL?
+        if case .corrupt(let why) = contents {
+            logger.warning("preferences file is corrupt", metadata: ["path": "\(preferences.url.path)", "reason": "\(why)"])
+            movedAside = try preferences.moveAsideIfCorrupt(timeout: configuration.lockTimeout, logger: logger)
+            contents = try preferences.read()
+        }
+        let recorded: String? = if case .valid(let versions) = contents { versions[manifest.name] } else { nil }
+        let state = try storeState()
+        var outcome = LaunchOutcome(
+            action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded,
+            change: recorded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) },
+            storeURL: URL(fileURLWithPath: storePath), preferencesMovedAside: movedAside)
+
+        if let forcedReason {
+            return try install(&outcome, reason: forcedReason, storeState: state)
+        }
+        if let recorded {
+            if recorded == manifest.version, state == .sqlite {
+                logger.debug("store is up to date", metadata: ["store": "\(storePath)", "version": "\(recorded)"])
+                return outcome
+            }
+            let reason: LaunchOutcome.Reason = switch state {
+            case .missing: .storeMissing
+            case .notSQLite: .storeInvalid
+            case .sqlite: .versionChanged
+            }
+            return try install(&outcome, reason: reason, storeState: state)
+        }
+        let unrecorded: LaunchOutcome.Reason = movedAside != nil ? .preferencesCorrupt : .preferencesMissing
+        switch state {
+        case .missing:
+            return try install(&outcome, reason: movedAside != nil ? .preferencesCorrupt : .fresh, storeState: state)
+        case .notSQLite:
+            return try install(&outcome, reason: movedAside != nil ? .preferencesCorrupt : .storeInvalid, storeState: state)
+        case .sqlite:
+            let embedded = try? SeedMetadata.read(path: storePath)
+            if let embedded, embedded.name == manifest.name, embedded.version == manifest.version {
+                logger.notice("store holds the shipped seed but the preferences did not say so; recording its version",
+                              metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
+                outcome.preferencesMovedAside = try recordVersion() ?? movedAside
+                outcome.action = .repaired
+                outcome.reason = unrecorded
+                return outcome
+            }
+            outcome.previousVersion = embedded?.version
+            outcome.change = embedded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0.version)) }
+            return try install(&outcome, reason: unrecorded, storeState: state)
+        }
+    }
+
+    /// Judges the store from its first 16 bytes, without opening it as a database.
+    private func storeState() throws(ReseedError) -> StoreState {
+        // This process has it open through Reseed: it is a database, and opening and
+        // closing a descriptor of it here would drop SQLite's locks on it.
+        if OpenStores.isOpen(storePath) { return .sqlite }
+        return try during(.inspectStore, path: storePath) {
+            guard let fd = try directory.openForReading(storeName) else { return .missing }
+            defer { try? Syscalls.close(fd) }
+            let bytes = try directory.fileSystem.reading("read", storePath) { () throws(Errno) in
+                try Syscalls.pread(fd, count: StoreHeader.magic.count, at: 0)
+            }
+            return StoreHeader.hasMagic(bytes) ? .sqlite : .notSQLite
+        }
+    }
+
+    func recordVersion() throws(ReseedError) -> URL? {
+        try preferences.record(version: manifest.version, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import GRDB
+import Logging
+
+/// Keeps the store in the app's data directory at the version of the seed shipped in the bundle.
+///
+/// Call it once at startup. When the version recorded in the preferences
+/// equals the shipped one and the store is there, it only reads two small
+/// JSON files and the store's first 16 bytes, then opens the store. Otherwise
+/// it installs the bundled seed safely, and a crash at any instant leaves
+/// either the old store with its recorded version or the new store:
+///
+/// 1. lock the store (a lock file with `flock`, plus an in-process lock);
+/// 2. read the preferences and the manifest; decide;
+/// 3. copy the seed to a temp file beside the store (`O_EXCL`, no link
+///    followed) with the fastest copy the OS has, fsync, verify;
+/// 4. make sure no other connection has the old store open; remove its
+///    `-wal`, `-shm`, `-journal`; rename the copy over it; fsync the directory;
+/// 5. record the new version in the preferences (atomically);
+/// 6. unlock; open the store.
+///
+/// ```swift
+/// let launcher = Launcher(
+///     seed: Bundle.main.url(forResource: "SeedData", withExtension: nil)!,
+///     dataDirectory: URL.applicationSupportDirectory)
+/// let (database, outcome) = try launcher.launch()   // a GRDB DatabasePool
+/// logger.info("store \(outcome.action) at \(outcome.version)")
+/// ```
+public struct Launcher: Sendable {
+    /// Where the seed is: its manifest, or a folder holding exactly one `*.manifest.json`.
+    public var seedURL: URL
+    /// The folder of the live store, created when missing.
+    public var dataDirectory: URL
+    public var configuration: Configuration
+    /// The seam every file action goes through (tests observe and fail actions with it).
+    package var fileSystem = FileSystem()
+
+    public init(seed: URL, dataDirectory: URL, configuration: Configuration = Configuration()) {
+        self.seedURL = seed
+        self.dataDirectory = dataDirectory
+        self.configuration = configuration
+    }
+
+    /// The preferences file in use: ``Configuration/preferencesURL`` or `<data-dir>/preferences.json`.
+    public var preferencesURL: URL {
+        configuration.preferencesURL ?? dataDirectory.appendingPathComponent(PreferencesFile.defaultFileName)
+    }
+
+    /// Brings the store up to date and opens it as a GRDB `DatabasePool`.
+    ///
+    /// - Returns: the open pool and what the launch did.
+    /// - Throws: ``ReseedError``, naming the step and the path; the old store and
+    ///   its recorded version are then left as they were.
+    public func launch() throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
+        try launch { url in
+            let pool = try DatabasePool(path: url.path, configuration: configuration.database)
+            OpenStores.register(pool, path: url.path)
+            return pool
+        }
+    }
+
+    /// Brings the store up to date and opens it with `open` (a `DatabaseQueue`,
+    /// another SQLite library), given the store's URL.
+    ///
+    /// When the store fails to open as a database (`SQLITE_NOTADB`,
+    /// `SQLITE_CORRUPT`) though it looked up to date, the seed is installed
+    /// once more (reason ``LaunchOutcome/Reason/storeInvalid``) and opened again.
+    public func launch<Store>(opening open: (URL) throws -> Store) throws(ReseedError) -> (Store, LaunchOutcome) {
+        let outcome = try prepare()
+        do {
+            return (try open(outcome.storeURL), outcome)
+        } catch let error as DatabaseError where outcome.action != .installed && Self.isUnusable(error) {
+            configuration.logger.warning("store did not open; installing the seed again", metadata: ["error": "\(error)"])
+            let repaired = try prepare(forcing: .storeInvalid)
+            return (try during(.open, path: repaired.storeURL.path) { try open(repaired.storeURL) }, repaired)
+        } catch {
+            throw ReseedError.wrapping(error, step: .open, path: outcome.storeURL.path)
+        }
+    }
+
+    /// Brings the store up to date without opening it, for apps that use another SQLite library.
+    ///
+    /// - Returns: what the launch did; ``LaunchOutcome/storeURL`` is the store to open.
+    /// - Throws: ``ReseedError``.
+    public func prepare() throws(ReseedError) -> LaunchOutcome {
+        try prepare(forcing: nil)
+    }
+
+    private static func isUnusable(_ error: DatabaseError) -> Bool {
+        error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT
+    }
+
+    private func prepare(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
+        let seed = try Seed(at: seedURL)
+        let manifest = seed.manifest
+        let directory = try during(.prepareDirectory, path: dataDirectory.path) {
+            try fileSystem.openDirectory(dataDirectory, create: true)
+        }
+        let storeName = manifest.storeFileName
+        let lockName = ".\(storeName).reseed-lock"
+        let lock = try during(.lock, path: directory.path(lockName)) {
+            try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout)
+        }
+        guard let lock else {
+            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
+                              message: "another launcher holds the store '\(manifest.name)' (waited \(configuration.lockTimeout))")
+        }
+        defer { lock.release() }
+        let preferences = PreferencesFile(url: preferencesURL, fileSystem: fileSystem)
+        let install = Installation(launcher: self, seed: seed, directory: directory, preferences: preferences)
+        return try install.run(forcing: forcedReason)
+    }
+}

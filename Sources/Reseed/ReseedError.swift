@@ -1,0 +1,110 @@
+import Foundation
+import GRDB
+import SystemPackage
+
+/// The one error type of the `Reseed` library.
+///
+/// Every failure says which ``Step`` failed, on which path, and keeps the
+/// underlying `Errno` or GRDB `DatabaseError` as a value. ``code`` is stable:
+/// match on it rather than on the message.
+///
+/// ```swift
+/// do {
+///     let (database, outcome) = try launcher.launch()
+/// } catch let error as ReseedError where error.code == .storeBusy {
+///     // another process keeps the old store open: retry later
+/// }
+/// ```
+public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    /// A stable identifier of the kind of failure.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Another launcher kept the store's lock past the timeout.
+        public static let lockTimeout = Code(rawValue: "lockTimeout")
+        /// Another connection or process kept the old store open past the timeout.
+        public static let storeBusy = Code(rawValue: "storeBusy")
+        /// The manifest is missing, unreadable, too large, or has a bad field.
+        public static let invalidManifest = Code(rawValue: "invalidManifest")
+        /// The seed does not match its manifest (size, header, embedded metadata, SHA-256).
+        public static let verificationFailed = Code(rawValue: "verificationFailed")
+        /// A seed location that is neither a manifest nor a folder holding exactly one.
+        public static let seedNotFound = Code(rawValue: "seedNotFound")
+        /// A system call on the user's files failed; see ``ReseedError/errno``.
+        public static let io = Code(rawValue: "io")
+        /// SQLite failed; see ``ReseedError/databaseError``.
+        public static let database = Code(rawValue: "database")
+        /// An argument or configuration value that cannot work.
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
+    }
+
+    /// The step of the work that failed, in the order the launcher takes them.
+    public enum Step: String, Sendable, Hashable, CaseIterable {
+        case prepareDirectory, readManifest, lock, readPreferences, inspectStore, copy, verify
+        case checkStoreNotInUse, removeSidecars, replace, recordVersion, open, cleanUp
+    }
+
+    public var code: Code
+    public var step: Step
+    /// The file or directory concerned.
+    public var path: String?
+    /// The manifest field concerned, for ``Code/invalidManifest``.
+    public var field: String?
+    /// The underlying system error.
+    public var errno: Errno?
+    /// The underlying SQLite error.
+    public var databaseError: DatabaseError?
+    /// What went wrong, in one sentence.
+    public var message: String
+
+    public init(
+        _ code: Code, step: Step, path: String? = nil, field: String? = nil,
+        errno: Errno? = nil, databaseError: DatabaseError? = nil, message: String
+    ) {
+        self.code = code
+        self.step = step
+        self.path = path
+        self.field = field
+        self.errno = errno
+        self.databaseError = databaseError
+        self.message = message
+    }
+
+    /// One line: the step, the message, the path and the underlying cause.
+    public var description: String {
+        var text = "\(step.rawValue): \(message)"
+        if let path { text += " (\(path))" }
+        if let errno { text += " [errno \(errno.rawValue): \(errno.description)]" }
+        if let databaseError { text += " [SQLite \(databaseError.resultCode.rawValue): \(databaseError.message ?? "\(databaseError.resultCode)")]" }
+        return text
+    }
+
+    public var errorDescription: String? { description }
+}
+
+extension ReseedError {
+    /// Converts any error thrown while doing `step` into a ``ReseedError`` that names it.
+    static func wrapping(_ error: any Error, step: Step, path: String? = nil) -> ReseedError {
+        switch error {
+        case let error as ReseedError:
+            return error
+        case let failure as FileSystemFailure:
+            return ReseedError(.io, step: step, path: failure.path, errno: failure.errno, message: "\(failure.operation) failed")
+        case let error as DatabaseError:
+            return ReseedError(.database, step: step, path: path, databaseError: error, message: "SQLite failed")
+        default:
+            return ReseedError(.io, step: step, path: path, message: "\(error)")
+        }
+    }
+}
+
+/// Runs `body` as `step`: any error it throws comes out as a ``ReseedError`` naming the step.
+func during<T>(_ step: ReseedError.Step, path: String? = nil, _ body: () throws -> T) throws(ReseedError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw ReseedError.wrapping(error, step: step, path: path)
+    }
+}

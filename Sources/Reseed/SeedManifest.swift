@@ -1,0 +1,229 @@
+import Foundation
+
+/// The manifest that travels beside a seed database: what the seed is, and how to check it.
+///
+/// Written by `ReseedPackaging` (`reseed package`), read by the launcher. It
+/// holds no timestamps, so a rebuild of the same steps gives the same bytes.
+///
+/// ```json
+/// {
+///   "format": 1,
+///   "name": "triage",
+///   "version": "2.0.0",
+///   "file": "triage.sqlite",
+///   "size": 32768,
+///   "sha256": "9f86d0…",
+///   "userVersion": 5,
+///   "applicationID": 1381188932,
+///   "pageSize": 4096,
+///   "steps": [{"id": "0001_schema.sql", "checksum": "2c26b4…"}]
+/// }
+/// ```
+public struct SeedManifest: Sendable, Hashable {
+    /// The manifest format this version of Reseed reads and writes.
+    public static let currentFormat = 1
+    /// The largest manifest file Reseed reads: a manifest is small, a huge one is a mistake or an attack.
+    public static let maximumFileSize = 1 << 20
+    /// The largest seed size Reseed accepts (1 TiB).
+    public static let maximumSeedSize: Int64 = 1 << 40
+    /// The file name suffix of a manifest: `<name>.manifest.json`.
+    public static let fileSuffix = ".manifest.json"
+
+    /// One migration step that built the seed.
+    public struct Step: Sendable, Hashable {
+        /// The step's file name, such as `0001_schema.sql`.
+        public var id: String
+        /// Lowercase hex SHA-256 of the step's content, line endings normalised and any BOM removed.
+        public var checksum: String
+
+        public init(id: String, checksum: String) {
+            self.id = id
+            self.checksum = checksum
+        }
+    }
+
+    public var format: Int
+    /// The store name; the live store is `<name>.sqlite` in the data directory.
+    public var name: String
+    /// The seed version (SemVer when it parses as such).
+    public var version: String
+    /// The seed's file name, beside the manifest: a plain name, never a path.
+    public var file: String
+    /// The seed's size in bytes.
+    public var size: Int64
+    /// Lowercase hex SHA-256 of the seed file.
+    public var sha256: String
+    /// The seed's `PRAGMA user_version`.
+    public var userVersion: Int32
+    /// The seed's `PRAGMA application_id`.
+    public var applicationID: Int32
+    /// The seed's page size in bytes.
+    public var pageSize: Int
+    /// The migration steps that built the seed, in order.
+    public var steps: [Step]
+
+    public init(
+        format: Int = SeedManifest.currentFormat, name: String, version: String, file: String, size: Int64,
+        sha256: String, userVersion: Int32, applicationID: Int32, pageSize: Int, steps: [Step]
+    ) {
+        self.format = format
+        self.name = name
+        self.version = version
+        self.file = file
+        self.size = size
+        self.sha256 = sha256
+        self.userVersion = userVersion
+        self.applicationID = applicationID
+        self.pageSize = pageSize
+        self.steps = steps
+    }
+
+    /// The store file name in the data directory: `<name>.sqlite`.
+    public var storeFileName: String { name + ".sqlite" }
+
+    /// The manifest file name for this seed: `<name>.manifest.json`.
+    public var manifestFileName: String { name + Self.fileSuffix }
+
+    /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.
+    public func encoded() -> Data {
+        let steps = self.steps.map { step in
+            "    {\"id\": \(JSONNode.quote(step.id)), \"checksum\": \(JSONNode.quote(step.checksum))}"
+        }
+        let lines = [
+            "  \"format\": \(format)",
+            "  \"name\": \(JSONNode.quote(name))",
+            "  \"version\": \(JSONNode.quote(version))",
+            "  \"file\": \(JSONNode.quote(file))",
+            "  \"size\": \(size)",
+            "  \"sha256\": \(JSONNode.quote(sha256))",
+            "  \"userVersion\": \(userVersion)",
+            "  \"applicationID\": \(applicationID)",
+            "  \"pageSize\": \(pageSize)",
+            steps.isEmpty ? "  \"steps\": []" : "  \"steps\": [\n" + steps.joined(separator: ",\n") + "\n  ]",
+        ]
+        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}
+
+extension SeedManifest {
+    /// Reads and checks a manifest file.
+    ///
+    /// - Throws: ``ReseedError`` with code ``ReseedError/Code/invalidManifest``
+    ///   naming the manifest and the field, for a file over 1 MiB, JSON that
+    ///   does not parse, a missing or mistyped field, an unknown format, a file
+    ///   name that is not a plain name, or an absurd size; ``ReseedError/Code/io``
+    ///   when it cannot be read.
+    public static func read(from url: URL) throws(ReseedError) -> SeedManifest {
+        let bytes = try readSmallFile(url, limit: maximumFileSize, step: .readManifest) { size in
+            ReseedError(.invalidManifest, step: .readManifest, path: url.path,
+                        message: "manifest is \(size) bytes, more than the \(maximumFileSize)-byte limit")
+        }
+        return try decode(bytes, path: url.path)
+    }
+
+    /// Checks and decodes manifest bytes; `path` names the manifest in errors.
+    public static func decode(_ bytes: [UInt8], path: String) throws(ReseedError) -> SeedManifest {
+        let root: JSONNode
+        do {
+            root = try JSONNode.parse(bytes, maxDepth: 16)
+        } catch {
+            throw ReseedError(.invalidManifest, step: .readManifest, path: path, message: "manifest is not valid JSON: \(error)")
+        }
+        var fields = ManifestFields(root: root, path: path)
+        guard case .object = root.value else { throw fields.invalid(nil, "manifest is \(root.kindName), not a JSON object") }
+
+        let format = try fields.integer("format", in: 1...Int64(Int32.max))
+        guard format == Int64(currentFormat) else {
+            throw fields.invalid("format", "unknown manifest format \(format); this Reseed reads format \(currentFormat)")
+        }
+        let name = try fields.string("name")
+        guard isValidStoreName(name) else {
+            throw fields.invalid("name", "store name \(JSONNode.quote(name)) must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        let version = try fields.string("version")
+        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw fields.invalid("version", "version must be 1-128 printable characters")
+        }
+        let file = try fields.string("file")
+        guard isPlainFileName(file) else {
+            throw fields.invalid("file", "file \(JSONNode.quote(file)) is not a plain file name (no '/', '\\', NUL, '.' or '..')")
+        }
+        let pageSize = try fields.integer("pageSize", in: 512...65536)
+        guard pageSize & (pageSize - 1) == 0 else { throw fields.invalid("pageSize", "page size \(pageSize) is not a power of two") }
+        let size = try fields.integer("size", in: 0...Int64.max)
+        guard size >= pageSize, size <= maximumSeedSize, size % pageSize == 0 else {
+            throw fields.invalid("size", "size \(size) is not a whole number of \(pageSize)-byte pages between one page and 1 TiB")
+        }
+        let sha256 = try fields.string("sha256")
+        guard isSHA256(sha256) else { throw fields.invalid("sha256", "sha256 must be 64 lowercase hex digits") }
+        let userVersion = try fields.integer("userVersion", in: Int64(Int32.min)...Int64(Int32.max))
+        let applicationID = try fields.integer("applicationID", in: Int64(Int32.min)...Int64(Int32.max))
+        let steps = try fields.steps()
+        return SeedManifest(
+            format: Int(format), name: name, version: version, file: file, size: size, sha256: sha256,
+            userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize), steps: steps)
+    }
+
+    /// A store name usable as a file name on every platform.
+    public static func isValidStoreName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 128 && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+    }
+
+    /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.
+    public static func isPlainFileName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
+            && !name.contains("/") && !name.contains("\\") && !name.unicodeScalars.contains { $0.value == 0 }
+    }
+
+    static func isSHA256(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}
+
+/// Field-by-field reading of a manifest's JSON, each failure naming the manifest and the field.
+private struct ManifestFields {
+    let root: JSONNode
+    let path: String
+
+    func invalid(_ field: String?, _ message: String) -> ReseedError {
+        ReseedError(.invalidManifest, step: .readManifest, path: path, field: field,
+                    message: field.map { "field \"\($0)\": \(message)" } ?? message)
+    }
+
+    func node(_ field: String) throws(ReseedError) -> JSONNode {
+        guard let node = root[field] else { throw invalid(field, "missing") }
+        return node
+    }
+
+    func string(_ field: String) throws(ReseedError) -> String {
+        let node = try node(field)
+        guard let text = node.string else { throw invalid(field, "expected a string, found \(node.kindName)") }
+        return text
+    }
+
+    func integer(_ field: String, in range: ClosedRange<Int64>) throws(ReseedError) -> Int64 {
+        let node = try node(field)
+        guard case .number(let text) = node.value else { throw invalid(field, "expected an integer, found \(node.kindName)") }
+        guard let value = Int64(text) else { throw invalid(field, "\(text) is not an integer in range") }
+        guard range.contains(value) else { throw invalid(field, "\(value) is outside \(range.lowerBound)...\(range.upperBound)") }
+        return value
+    }
+
+    mutating func steps() throws(ReseedError) -> [SeedManifest.Step] {
+        let node = try node("steps")
+        guard case .array(let elements) = node.value else { throw invalid("steps", "expected an array, found \(node.kindName)") }
+        var steps: [SeedManifest.Step] = []
+        for (index, element) in elements.enumerated() {
+            let field = "steps[\(index)]"
+            guard let id = element["id"]?.string, SeedManifest.isPlainFileName(id) else {
+                throw invalid(field, "expected an object with a plain file name in \"id\"")
+            }
+            guard let checksum = element["checksum"]?.string, SeedManifest.isSHA256(checksum) else {
+                throw invalid(field, "expected 64 lowercase hex digits in \"checksum\"")
+            }
+            steps.append(SeedManifest.Step(id: id, checksum: checksum))
+        }
+        return steps
+    }
+}

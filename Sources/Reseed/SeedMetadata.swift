@@ -1,0 +1,73 @@
+import Foundation
+import GRDB
+
+/// What a seed says about itself inside the database, so a store can be checked
+/// against the manifest and the preferences without trusting either alone.
+///
+/// Stored in two tables that `reseed package` creates:
+/// `reseed_metadata(key TEXT PRIMARY KEY, value TEXT)` with the keys `format`,
+/// `name` and `version`; and `reseed_steps(position INTEGER PRIMARY KEY, id TEXT, checksum TEXT)`.
+public struct SeedMetadata: Sendable, Hashable {
+    /// The table of key/value metadata.
+    public static let tableName = "reseed_metadata"
+    /// The table of migration steps.
+    public static let stepsTableName = "reseed_steps"
+    /// The `PRAGMA application_id` of every seed Reseed builds ("RSED").
+    public static let applicationID: Int32 = 0x5253_4544
+
+    public var format: Int
+    public var name: String
+    public var version: String
+    public var steps: [SeedManifest.Step]
+
+    public init(format: Int = SeedManifest.currentFormat, name: String, version: String, steps: [SeedManifest.Step]) {
+        self.format = format
+        self.name = name
+        self.version = version
+        self.steps = steps
+    }
+
+    /// Reads the metadata of the database `db` is connected to; nil when it has no metadata table.
+    public static func read(_ db: Database) throws -> SeedMetadata? {
+        guard try db.tableExists(tableName) else { return nil }
+        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(tableName)")
+        var values: [String: String] = [:]
+        for row in rows {
+            if let key: String = row["key"], let value: String = row["value"] { values[key] = value }
+        }
+        guard let name = values["name"], let version = values["version"] else { return nil }
+        var steps: [SeedManifest.Step] = []
+        if try db.tableExists(stepsTableName) {
+            steps = try Row.fetchAll(db, sql: "SELECT id, checksum FROM \(stepsTableName) ORDER BY position").map {
+                SeedManifest.Step(id: $0["id"], checksum: $0["checksum"])
+            }
+        }
+        return SeedMetadata(format: values["format"].flatMap { Int($0) } ?? 0, name: name, version: version, steps: steps)
+    }
+
+    /// Reads the metadata of the database file at `path`, opened read-only.
+    public static func read(path: String) throws -> SeedMetadata? {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "reseed.metadata"
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { try read($0) }
+    }
+
+    /// Creates the metadata tables and fills them; used when building a seed.
+    public func write(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE \(Self.tableName) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+            CREATE TABLE \(Self.stepsTableName) (position INTEGER PRIMARY KEY, id TEXT NOT NULL, checksum TEXT NOT NULL);
+            """)
+        for (key, value) in [("format", String(format)), ("name", name), ("version", version)] {
+            try db.execute(sql: "INSERT INTO \(Self.tableName) (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+        for (position, step) in steps.enumerated() {
+            try db.execute(
+                sql: "INSERT INTO \(Self.stepsTableName) (position, id, checksum) VALUES (?, ?, ?)",
+                arguments: [position + 1, step.id, step.checksum])
+        }
+    }
+}
