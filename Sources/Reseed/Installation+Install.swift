@@ -31,7 +31,7 @@ extension Installation {
         do {
             try swap(in: temporary, storeState: storeState, outcome: &outcome)
         } catch {
-            try? directory.remove(temporary)
+            _ = try? directory.remove(temporary)
             throw error
         }
         if let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
@@ -72,7 +72,7 @@ extension Installation {
             try verifyEmbeddedMetadata(temporary)
         } catch {
             if !closed { try? Syscalls.close(destination) }
-            try? directory.remove(temporary)
+            _ = try? directory.remove(temporary)
             throw error
         }
     }

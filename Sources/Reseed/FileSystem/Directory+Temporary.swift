@@ -46,13 +46,13 @@ extension Directory {
             try Syscalls.close(fd)
         } catch {
             try? Syscalls.close(fd)
-            try? remove(temporary)
+            _ = try? remove(temporary)
             throw error
         }
         do {
             try rename(temporary, to: name)
         } catch {
-            try? remove(temporary)
+            _ = try? remove(temporary)
             throw error
         }
         try sync()

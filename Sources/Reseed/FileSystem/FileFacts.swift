@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Crypto
+import Foundation
+import SystemPackage
+
+/// A database file's size, SHA-256 and header, read in one pass.
+package struct FileFacts: Sendable {
+    package var size: Int64
+    /// Lowercase hex SHA-256 of the whole file.
+    package var sha256: String
+    package var header: StoreHeader
+
+    /// Reads the file at `path`; when `directory` is given, fsyncs it first through the seam (`name` is its name there).
+    package init(path: String, directory: Directory? = nil, name: String? = nil) throws {
+        let fd = try FileSystem().reading("open", path) { () throws(Errno) in try Syscalls.openat(AT_FDCWD, path, O_RDONLY) }
+        defer { try? Syscalls.close(fd) }
+        if let directory, let name { try directory.sync(fd, name: name) }
+        let digest = try FileSystem().reading("read", path) { () throws(Errno) in
+            try FileCopier.hash(fd)
+        }
+        let headerBytes = try FileSystem().reading("read", path) { () throws(Errno) in
+            try Syscalls.pread(fd, count: StoreHeader.size, at: 0)
+        }
+        guard let header = StoreHeader(headerBytes) else {
+            throw FileSystemFailure(operation: "read a SQLite header", path: path, errno: .invalidArgument)
+        }
+        self.size = digest.bytes
+        self.sha256 = digest.sha256
+        self.header = header
+    }
+}
+
+extension FileCopier {
+    /// SHA-256 of a whole file, read sequentially in large blocks.
+    package static func hash(_ fd: Int32) throws(Errno) -> (bytes: Int64, sha256: String) {
+        Syscalls.adviseSequential(fd)
+        var hasher = SHA256()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
+        defer { buffer.deallocate() }
+        var total: Int64 = 0
+        var offset: Int64 = 0
+        while true {
+            let count = try Syscalls.pread(fd, into: buffer, at: offset)
+            if count == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            total += Int64(count)
+            offset += Int64(count)
+        }
+        return (total, hasher.finalize().hexString)
+    }
+}

@@ -1,0 +1,207 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import GRDB
+import Logging
+import Reseed
+
+/// Builds a seed from the steps of a `Migrations/` folder, reproducibly.
+///
+/// The database is built in a temp file in the output folder with fast,
+/// unsafe settings (no journal, no sync: the file is not live yet), page size
+/// 4096. Each step runs in its own `BEGIN IMMEDIATE` transaction and must
+/// leave `PRAGMA foreign_key_check` empty. Then `integrity_check` and
+/// `foreign_key_check`, the metadata tables, `user_version` (the last step's
+/// number) and `application_id` (``SeedMetadata/applicationID``), `VACUUM`,
+/// journal mode DELETE, fsync, and a rename into place beside its manifest.
+/// A failed build removes its temp file and leaves the output folder as it was.
+///
+/// The same steps, name and version give the same bytes on any folder, clock
+/// or file times (with the same SQLite version, whose number the header holds).
+///
+/// ```swift
+/// let result = try SeedBuilder(
+///     migrations: URL(fileURLWithPath: "Migrations"), output: URL(fileURLWithPath: "SeedData"),
+///     name: "triage", version: "2.0.0"
+/// ).build()
+/// print(result.manifest.sha256)
+/// ```
+public struct SeedBuilder: Sendable {
+    /// Progress of a build, for a command line to show.
+    public enum Progress: Sendable {
+        /// A step is starting.
+        case step(MigrationStep)
+        /// Rows loaded so far by the running data step.
+        case rows(MigrationStep, Int)
+    }
+
+    public var migrations: URL
+    public var output: URL
+    public var name: String
+    public var version: String
+    /// Where the build logs; default a logger labelled "reseed.packaging".
+    public var logger = Logger(label: "reseed.packaging")
+    /// Called as steps start and rows load. Default nil.
+    public var progress: (@Sendable (Progress) -> Void)?
+
+    public init(migrations: URL, output: URL, name: String, version: String) {
+        self.migrations = migrations
+        self.output = output
+        self.name = name
+        self.version = version
+    }
+
+    /// What a build produced.
+    public struct Result: Sendable {
+        public var manifest: SeedManifest
+        public var seedURL: URL
+        public var manifestURL: URL
+    }
+
+    /// Builds the seed and writes `<name>.sqlite` and `<name>.manifest.json` into the output folder.
+    ///
+    /// - Throws: ``PackagingError`` naming the step file and line that failed.
+    public func build() throws(PackagingError) -> Result {
+        guard SeedManifest.isValidStoreName(name) else {
+            throw PackagingError(.invalidArgument, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw PackagingError(.invalidArgument, message: "seed version '\(version)' must be 1-128 printable characters")
+        }
+        let folder = try MigrationsFolder(at: migrations)
+        guard let last = folder.steps.last else {
+            throw PackagingError(.invalidArgument, path: migrations.path, message: "the migrations folder has no steps")
+        }
+        let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
+        let seedName = name + ".sqlite"
+        let temporary = Directory.temporaryName(for: seedName)
+        let temporaryPath = directory.path(temporary)
+        do {
+            let recorded = try buildDatabase(at: temporaryPath, steps: folder, lastNumber: last.number)
+            let manifest = try finish(temporary, in: directory, recorded: recorded)
+            return Result(manifest: manifest, seedURL: output.appendingPathComponent(seedName),
+                          manifestURL: output.appendingPathComponent(manifest.manifestFileName))
+        } catch {
+            for suffix in ["", "-journal", "-wal", "-shm"] { _ = try? directory.remove(temporary + suffix) }
+            throw error
+        }
+    }
+
+    private func buildDatabase(at path: String, steps folder: MigrationsFolder, lastNumber: Int) throws(PackagingError) -> [SeedManifest.Step] {
+        var configuration = Configuration()
+        configuration.label = "reseed.build"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: """
+                PRAGMA page_size = 4096;
+                PRAGMA journal_mode = OFF;
+                PRAGMA synchronous = OFF;
+                PRAGMA locking_mode = EXCLUSIVE;
+                PRAGMA temp_store = MEMORY;
+                PRAGMA cache_size = -262144;
+                """)
+        }
+        let queue = try packaging(path: path) { try DatabaseQueue(path: path, configuration: configuration) }
+        defer { try? queue.close() }
+        var recorded: [SeedManifest.Step] = []
+        for step in folder.steps {
+            progress?(.step(step))
+            let bytes = try step.contents()
+            recorded.append(SeedManifest.Step(id: step.id, checksum: MigrationStep.checksum(of: bytes)))
+            try run(step, bytes: bytes, in: queue)
+        }
+        let metadata = SeedMetadata(name: name, version: version, steps: recorded)
+        try packaging(path: path) {
+            try queue.writeWithoutTransaction { db in
+                try Self.check(db, path: path, after: nil)
+                try db.inTransaction(.immediate) {
+                    try metadata.write(db)
+                    return .commit
+                }
+                try db.execute(sql: "PRAGMA user_version = \(lastNumber); PRAGMA application_id = \(SeedMetadata.applicationID)")
+                try db.execute(sql: "VACUUM")
+                try db.execute(sql: "PRAGMA journal_mode = DELETE")
+                try Self.check(db, path: path, after: nil)
+            }
+        }
+        return recorded
+    }
+
+    private func run(_ step: MigrationStep, bytes: [UInt8], in queue: DatabaseQueue) throws(PackagingError) {
+        let path = step.url.path
+        let progress = self.progress
+        try packaging(path: path) {
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                switch step.kind {
+                case .sql:
+                    for statement in SQLScript(bytes).statements {
+                        do {
+                            try db.execute(sql: statement.sql)
+                        } catch let error as DatabaseError {
+                            throw PackagingError(.sqlFailed, path: path, line: statement.line,
+                                                 message: error.message ?? "\(error.resultCode)", databaseError: error)
+                        }
+                    }
+                case .csv:
+                    let loader = CSVLoader(path: path, table: step.table)
+                    let rows = try bytes.withUnsafeBytes { buffer throws(PackagingError) in
+                        try loader.load(buffer, into: db) { progress?(.rows(step, $0)) }
+                    }
+                    progress?(.rows(step, rows))
+                case .json:
+                    _ = try JSONLoader(path: path, table: step.table).load(bytes, into: db)
+                }
+                try db.execute(sql: "COMMIT")
+                try Self.check(db, path: path, after: step)
+            }
+        }
+    }
+
+    /// `foreign_key_check` after every step; `integrity_check` too at the end (`step` nil).
+    static func check(_ db: Database, path: String, after step: MigrationStep?) throws {
+        let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+        if !violations.isEmpty {
+            let examples = violations.prefix(3).map { row -> String in
+                "\(row[0] as String? ?? "?") rowid \(row[1] as Int64? ?? -1) → \(row[2] as String? ?? "?")"
+            }
+            throw PackagingError(.foreignKeyViolation, path: path,
+                                 message: "\(violations.count) foreign key violation\(violations.count == 1 ? "" : "s")\(step == nil ? "" : " after this step"): \(examples.joined(separator: "; "))")
+        }
+        if step == nil {
+            let result = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+            guard result == ["ok"] else {
+                throw PackagingError(.integrityCheckFailed, path: path, message: "integrity_check: \(result.prefix(5).joined(separator: "; "))")
+            }
+        }
+    }
+
+    /// fsync the built file, measure it, rename it into place, then write the manifest beside it.
+    private func finish(_ temporary: String, in directory: Directory, recorded: [SeedManifest.Step]) throws(PackagingError) -> SeedManifest {
+        let path = directory.path(temporary)
+        let seedName = name + ".sqlite"
+        let facts = try packaging(path: path) { try FileFacts(path: path, directory: directory, name: temporary) }
+        let manifest = SeedManifest(
+            name: name, version: version, file: seedName, size: facts.size, sha256: facts.sha256,
+            userVersion: facts.header.userVersion, applicationID: facts.header.applicationID,
+            pageSize: facts.header.pageSize, steps: recorded)
+        try packaging(path: directory.path(seedName)) {
+            try directory.rename(temporary, to: seedName)
+            try directory.sync()
+            try directory.replaceAtomically(manifest.manifestFileName, with: Array(manifest.encoded()))
+        }
+        logger.info("built seed", metadata: ["seed": "\(directory.path(seedName))", "version": "\(version)", "sha256": "\(facts.sha256)"])
+        return manifest
+    }
+}
+
+/// Runs `body`, turning whatever it throws into a ``PackagingError`` about `path`.
+func packaging<T>(path: String?, line: Int? = nil, _ body: () throws -> T) throws(PackagingError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw PackagingError.wrapping(error, path: path, line: line)
+    }
+}

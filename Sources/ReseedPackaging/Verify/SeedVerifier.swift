@@ -1,0 +1,131 @@
+import Foundation
+import GRDB
+import Reseed
+
+/// Proves that a seed is exactly what its manifest, and optionally its `Migrations/`, say.
+///
+/// Checks the manifest against the file (size, SHA-256, header fields), runs
+/// `PRAGMA integrity_check` and `foreign_key_check`, compares the embedded
+/// metadata with the manifest, and, given a migrations folder, compares the
+/// steps recorded in the seed with the steps in the folder: each added,
+/// missing or edited step is a finding. Checksums normalise line endings and a
+/// BOM, so a checkout with CRLF endings is not "edited".
+///
+/// ```swift
+/// let report = try SeedVerifier(seed: URL(fileURLWithPath: "SeedData")).verify(migrations: URL(fileURLWithPath: "Migrations"))
+/// for finding in report.findings { print(finding) }
+/// ```
+public struct SeedVerifier: Sendable {
+    /// One way the seed differs from what it should be.
+    public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
+        public enum Kind: String, Sendable, Hashable, Codable {
+            case sizeMismatch, checksumMismatch, headerMismatch, integrity, foreignKeys, metadataMismatch
+            /// A step in the folder that the seed was not built with.
+            case stepAdded
+            /// A step the seed was built with that the folder no longer has.
+            case stepMissing
+            /// A step whose content changed since the seed was built.
+            case stepEdited
+        }
+
+        public var kind: Kind
+        public var message: String
+        /// The step concerned, for the step findings.
+        public var step: String?
+
+        public var description: String { message }
+    }
+
+    /// The findings; empty when the seed is sound and matches.
+    public struct Report: Sendable, Codable {
+        public var seed: String
+        public var name: String
+        public var version: String
+        public var findings: [Finding]
+        public var isClean: Bool { findings.isEmpty }
+    }
+
+    /// The seed: a manifest, or a folder holding one.
+    public var seed: URL
+
+    public init(seed: URL) {
+        self.seed = seed
+    }
+
+    /// Runs every check and collects every finding (it does not stop at the first).
+    ///
+    /// - Throws: ``PackagingError`` only when the seed cannot be examined at all
+    ///   (no manifest, unreadable file).
+    public func verify(migrations: URL? = nil) throws(PackagingError) -> Report {
+        let located: Seed
+        do {
+            located = try Seed(at: seed)
+        } catch {
+            throw PackagingError.wrapping(error, path: seed.path)
+        }
+        let manifest = located.manifest
+        let path = located.fileURL.path
+        var findings: [Finding] = []
+        func add(_ kind: Finding.Kind, _ message: String, step: String? = nil) {
+            findings.append(Finding(kind: kind, message: message, step: step))
+        }
+
+        let facts = try packaging(path: path) { try FileFacts(path: path) }
+        if facts.size != manifest.size { add(.sizeMismatch, "\(manifest.file) is \(facts.size) bytes, the manifest says \(manifest.size)") }
+        if facts.sha256 != manifest.sha256 { add(.checksumMismatch, "\(manifest.file) has SHA-256 \(facts.sha256), the manifest says \(manifest.sha256)") }
+        let header = facts.header
+        if header.pageSize != manifest.pageSize || header.userVersion != manifest.userVersion || header.applicationID != manifest.applicationID {
+            add(.headerMismatch, "header page size/user_version/application_id are \(header.pageSize)/\(header.userVersion)/\(header.applicationID), the manifest says \(manifest.pageSize)/\(manifest.userVersion)/\(manifest.applicationID)")
+        }
+        if !header.isRollbackJournal { add(.headerMismatch, "\(manifest.file) is in WAL mode; a seed must use a rollback journal") }
+
+        let embedded = try inspect(path: path, add: add)
+        if let embedded {
+            if embedded.name != manifest.name || embedded.version != manifest.version {
+                add(.metadataMismatch, "the seed says it is '\(embedded.name)' \(embedded.version), the manifest says '\(manifest.name)' \(manifest.version)")
+            }
+            if embedded.steps != manifest.steps {
+                add(.metadataMismatch, "the steps recorded in the seed differ from the manifest's")
+            }
+        } else {
+            add(.metadataMismatch, "the seed has no \(SeedMetadata.tableName) table with a name and version")
+        }
+
+        if let migrations {
+            let folder = try MigrationsFolder(at: migrations)
+            let current = try folder.recordedSteps()
+            let built = embedded?.steps ?? manifest.steps
+            let builtByID = Dictionary(built.map { ($0.id, $0.checksum) }, uniquingKeysWith: { first, _ in first })
+            let currentIDs = Set(current.map(\.id))
+            for step in current {
+                if let checksum = builtByID[step.id] {
+                    if checksum != step.checksum {
+                        add(.stepEdited, "step \(step.id) was edited after the seed was built (a released step must not change; add a new step)", step: step.id)
+                    }
+                } else {
+                    add(.stepAdded, "step \(step.id) is not in the seed (run reseed package)", step: step.id)
+                }
+            }
+            for step in built where !currentIDs.contains(step.id) {
+                add(.stepMissing, "step \(step.id) built the seed but is no longer in \(migrations.path)", step: step.id)
+            }
+        }
+        return Report(seed: path, name: manifest.name, version: manifest.version, findings: findings)
+    }
+
+    private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> SeedMetadata? {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return try packaging(path: path) {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                if integrity != ["ok"] { add(.integrity, "integrity_check: \(integrity.prefix(5).joined(separator: "; "))", nil) }
+                let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+                if !violations.isEmpty { add(.foreignKeys, "\(violations.count) foreign key violation(s)", nil) }
+                return try SeedMetadata.read(db)
+            }
+        }
+    }
+}

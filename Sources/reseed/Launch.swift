@@ -1,0 +1,111 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import Reseed
+
+/// Where the seed and the data directory are: flags, else reseed.json.
+struct StoreOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The seed: its manifest, or a folder holding one.", valueName: "path"))
+    var seed: String?
+
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp("The folder of the live store.", valueName: "dir"))
+    var dataDirectory: String?
+
+    @Option(help: ArgumentHelp("The preferences JSON file (default <data-dir>/preferences.json).", valueName: "file"))
+    var preferences: String?
+
+    func seedURL(_ project: ProjectConfiguration) throws -> URL {
+        if let seed { return fileURL(seed) }
+        if let output = project.output { return output }
+        throw ValidationError("give --seed (no \(ProjectConfiguration.fileName) with \"output\" in the current folder)")
+    }
+
+    func dataDirectoryURL(_ project: ProjectConfiguration) throws -> URL {
+        if let dataDirectory { return fileURL(dataDirectory) }
+        if let folder = project.dataDirectory { return folder }
+        throw ValidationError("give --data-dir (no \(ProjectConfiguration.fileName) with \"dataDirectory\" in the current folder)")
+    }
+}
+
+extension ReseedCommand {
+    struct Launch: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Install the bundled seed into the data directory when its version changed, then open the store.",
+            discussion: """
+                With no --seed/--data-dir, uses reseed.json in the current folder: in this repository the example \
+                seed in SeedData/ and the local data folder .reseed-data/. Exits 0 only when the store is open at \
+                the shipped version.
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "How a copied seed is checked: size (O(1) checks) or checksum (adds the full SHA-256).")
+        var verify: Verification = .size
+
+        @Option(name: .customLong("lock-timeout"), help: ArgumentHelp("Seconds to wait for another launcher.", valueName: "seconds"))
+        var lockTimeout: Double = 60
+
+        @Option(name: .customLong("busy-timeout"), help: ArgumentHelp("Seconds to wait for others to close the old store.", valueName: "seconds"))
+        var busyTimeout: Double = 5
+
+        @Flag(help: "Print one JSON object on stdout.")
+        var json = false
+
+        @OptionGroup var logging: LoggingOptions
+
+        func run() throws {
+            try reportingErrors {
+                let project = try ProjectConfiguration.load()
+                var configuration = Launcher.Configuration()
+                configuration.verification = verify
+                configuration.lockTimeout = .milliseconds(Int64(lockTimeout * 1000))
+                configuration.busyTimeout = .milliseconds(Int64(busyTimeout * 1000))
+                configuration.preferencesURL = store.preferences.map(fileURL)
+                configuration.logger = logging.logger("reseed")
+                let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project), configuration: configuration)
+                let (database, outcome) = try launcher.launch()
+                try database.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+                try database.close()
+                Terminal.out(json ? Self.json(outcome) : Self.sentence(outcome))
+            }
+        }
+
+        static func json(_ outcome: LaunchOutcome) -> String {
+            JSONOutput.object([
+                ("outcome", .string(outcome.action.rawValue)),
+                ("reason", .optional(outcome.reason?.rawValue)),
+                ("name", .string(outcome.name)),
+                ("version", .string(outcome.version)),
+                ("previousVersion", .optional(outcome.previousVersion)),
+                ("change", .optional(outcome.change?.rawValue)),
+                ("store", .string(outcome.storeURL.path)),
+                ("verification", .optional(outcome.verification?.rawValue)),
+                ("preferencesMovedAside", .optional(outcome.preferencesMovedAside?.path)),
+                ("storeKeptAside", .optional(outcome.storeKeptAside?.path)),
+                ("removedLeftovers", .array(outcome.removedLeftovers.map { .string($0) })),
+            ]).render(indent: nil)
+        }
+
+        static func sentence(_ outcome: LaunchOutcome) -> String {
+            var text: String
+            switch outcome.action {
+            case .upToDate:
+                text = "\(outcome.name) is up to date at \(outcome.version)"
+            case .repaired:
+                text = "\(outcome.name) \(outcome.version) was already installed; its version is recorded again (\(outcome.reason?.rawValue ?? ""))"
+            case .installed:
+                text = "Installed \(outcome.name) \(outcome.version)"
+                if let previous = outcome.previousVersion {
+                    text += " over \(previous)" + (outcome.change.map { " (\($0.rawValue))" } ?? "")
+                }
+                text += " (reason: \(outcome.reason?.rawValue ?? "unknown"))"
+            }
+            text += " at \(outcome.storeURL.path)."
+            if let aside = outcome.preferencesMovedAside { text += " The corrupt preferences file was kept at \(aside.path)." }
+            if let aside = outcome.storeKeptAside { text += " The unusable old store was kept at \(aside.path)." }
+            return text
+        }
+    }
+}
+
+extension Verification: ExpressibleByArgument {}

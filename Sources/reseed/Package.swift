@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import ReseedPackaging
+import Synchronization
+
+extension ReseedCommand {
+    struct Package: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Build the seed from Migrations/ into SeedData/, reproducibly, with its manifest.",
+            discussion: "Defaults come from reseed.json; in this repository `reseed package` rebuilds the example seed.")
+
+        @Option(help: ArgumentHelp("The folder of ordered steps.", valueName: "dir"))
+        var migrations: String?
+
+        @Option(help: ArgumentHelp("Where <name>.sqlite and <name>.manifest.json are written.", valueName: "dir"))
+        var output: String?
+
+        @Option(help: "The seed (store) name.")
+        var name: String?
+
+        @Option(name: .customLong("version"), help: "The seed version, such as 2.0.0.")
+        var seedVersion: String?
+
+        @Flag(help: "Print the manifest as JSON on stdout.")
+        var json = false
+
+        @OptionGroup var logging: LoggingOptions
+
+        func run() throws {
+            try reportingErrors {
+                let project = try ProjectConfiguration.load()
+                guard let migrations = migrations.map(fileURL) ?? project.migrations else { throw ValidationError("give --migrations") }
+                guard let output = output.map(fileURL) ?? project.output else { throw ValidationError("give --output") }
+                guard let name = name ?? project.name else { throw ValidationError("give --name") }
+                guard let version = seedVersion ?? project.version else { throw ValidationError("give --version") }
+                var builder = SeedBuilder(migrations: migrations, output: output, name: name, version: version)
+                builder.logger = logging.logger("reseed.packaging")
+                if Terminal.stderrIsTerminal { builder.progress = ProgressLine().report }
+                let result = try builder.build()
+                if json {
+                    FileHandle.standardOutput.write(result.manifest.encoded())
+                } else {
+                    Terminal.out("Built \(name) \(version): \(result.seedURL.path) (\(result.manifest.size) bytes, sha256 \(result.manifest.sha256))")
+                }
+            }
+        }
+    }
+}
+
+/// Rows and rows per second of a long data step, on one rewritten stderr line.
+final class ProgressLine: Sendable {
+    private let started = Mutex<ContinuousClock.Instant?>(nil)
+
+    func report(_ progress: SeedBuilder.Progress) {
+        switch progress {
+        case .step:
+            started.withLock { $0 = .now }
+        case .rows(let step, let rows):
+            let elapsed = started.withLock { start in start.map { ContinuousClock.now - $0 } } ?? .zero
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let rate = seconds > 0 ? Int(Double(rows) / seconds) : 0
+            FileHandle.standardError.write(Data("\r\(step.id): \(rows) rows, \(rate) rows/s   ".utf8))
+            if rows % 100_000 != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        }
+    }
+}

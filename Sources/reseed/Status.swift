@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import Reseed
+
+extension ReseedCommand {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the recorded version, the store file and the shipped version, without changing anything.")
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "The store name, when no seed is given.")
+        var name: String?
+
+        @Flag(help: "Print one JSON object on stdout.")
+        var json = false
+
+        func run() throws {
+            try reportingErrors {
+                let project = try ProjectConfiguration.load()
+                let dataDirectory = try store.dataDirectoryURL(project)
+                let shipped: SeedManifest? = if store.seed != nil || project.output != nil { try Seed(at: store.seedURL(project)).manifest } else { nil }
+                guard let storeName = name ?? shipped?.name ?? project.name else {
+                    throw ValidationError("give --name or --seed")
+                }
+                let preferences = PreferencesFile(url: store.preferences.map(fileURL) ?? dataDirectory.appendingPathComponent(PreferencesFile.defaultFileName))
+                let contents = try preferences.read()
+                let recorded: String? = if case .valid(let versions) = contents { versions[storeName] } else { nil }
+                let storeURL = dataDirectory.appendingPathComponent(storeName + ".sqlite")
+                let size = (try? FileManager.default.attributesOfItem(atPath: storeURL.path)[.size] as? Int64) ?? nil
+                let matches = shipped.map { recorded == $0.version && size != nil }
+                let preferencesState: String = switch contents {
+                case .missing: "missing"
+                case .valid: "valid"
+                case .corrupt: "corrupt"
+                }
+                if json {
+                    Terminal.out(JSONOutput.object([
+                        ("name", .string(storeName)),
+                        ("recordedVersion", .optional(recorded)),
+                        ("shippedVersion", .optional(shipped?.version)),
+                        ("upToDate", matches.map { .bool($0) } ?? .null),
+                        ("store", .string(storeURL.path)),
+                        ("storePresent", .bool(size != nil)),
+                        ("storeSize", size.map { .integer($0) } ?? .null),
+                        ("preferences", .string(preferences.url.path)),
+                        ("preferencesState", .string(preferencesState)),
+                    ]).render(indent: nil))
+                    return
+                }
+                Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
+                Terminal.out("recorded:  \(recorded ?? "none") (preferences \(preferencesState): \(preferences.url.path))")
+                Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
+                if let matches { Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
+            }
+        }
+    }
+}
