@@ -66,7 +66,7 @@ let package = Package(
             dependencies: ["ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedCLITests",
-            dependencies: ["ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["reseed", "ReseedTesting", "Reseed", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -23,9 +23,9 @@ extension Launcher {
         public var busyTimeout: Duration = .seconds(5)
         /// The GRDB configuration the store is opened with by ``Launcher/launch()``. Default GRDB's.
         public var database = GRDB.Configuration()
-        /// Where the launcher logs what it decides and does. Default: a logger labelled "reseed"
-        /// (silent until the app bootstraps swift-log).
-        public var logger = Logger(label: "reseed")
+        /// Where the launcher logs what it decides and does. Default: silent (a no-op handler);
+        /// pass the app's logger to see the decisions.
+        public var logger = Logger(label: "reseed") { _ in SwiftLogNoOpLogHandler() }
         /// Called while a seed is copied with (bytes copied, total bytes). Default nil.
         public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
 

@@ -42,8 +42,8 @@ public struct SeedBuilder: Sendable {
     public var output: URL
     public var name: String
     public var version: String
-    /// Where the build logs; default a logger labelled "reseed.packaging".
-    public var logger = Logger(label: "reseed.packaging")
+    /// Where the build logs; default silent (a no-op handler).
+    public var logger = Logger(label: "reseed.packaging") { _ in SwiftLogNoOpLogHandler() }
     /// Called as steps start and rows load. Default nil.
     public var progress: (@Sendable (Progress) -> Void)?
 
