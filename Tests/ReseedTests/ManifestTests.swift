@@ -1,0 +1,98 @@
+import Foundation
+import Reseed
+import Testing
+
+@Suite struct ManifestTests {
+    static let valid = SeedManifest(
+        name: "triage", version: "2.0.0", file: "triage.sqlite", size: 8192,
+        sha256: String(repeating: "ab", count: 32), userVersion: 3, applicationID: SeedMetadata.applicationID,
+        pageSize: 4096, steps: [.init(id: "0001_schema.sql", checksum: String(repeating: "cd", count: 32))])
+
+    func decode(_ text: String) throws(ReseedError) -> SeedManifest {
+        try SeedManifest.decode(Array(text.utf8), path: "/bundle/triage.manifest.json")
+    }
+
+    func replacing(_ key: String, with json: String?) -> String {
+        var manifest = Self.valid
+        manifest.steps = []
+        let encoded = String(decoding: manifest.encoded(), as: UTF8.self)
+        let lines = encoded.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        return lines.compactMap { line in
+            guard line.hasPrefix("  \"\(key)\":") else { return line }
+            return json.map { "  \"\(key)\": \($0)" + (line.hasSuffix(",") ? "," : "") }
+        }.joined(separator: "\n")
+    }
+
+    @Test func encodedManifestDecodesToTheSameValue() throws {
+        #expect(try decode(String(decoding: Self.valid.encoded(), as: UTF8.self)) == Self.valid)
+    }
+
+    @Test(arguments: [
+        ("\"../escape.sqlite\"", "file"), ("\"/etc/passwd\"", "file"), ("\"..\"", "file"), ("\"\"", "file"),
+        ("\"a\\u0000b\"", "file"), ("\"dir\\\\file\"", "file"),
+    ])
+    func fileThatIsNotAPlainNameIsRejected(json: String, field: String) throws {
+        let error = try #require(throws: ReseedError.self) { try decode(replacing("file", with: json)) }
+        #expect(error.code == .invalidManifest)
+        #expect(error.field == field)
+        #expect(error.path == "/bundle/triage.manifest.json")
+        #expect(error.description.contains("file"))
+    }
+
+    @Test(arguments: [
+        ("format", "2"), ("format", "\"1\""), ("size", "-1"), ("size", "2199023255552"), ("size", "1000"),
+        ("pageSize", "1000"), ("sha256", "\"xyz\""), ("name", "\"../x\""), ("name", "\".hidden\""), ("version", "\"\""),
+        ("userVersion", "1.5"), ("steps", "{}"),
+    ])
+    func badFieldIsRejectedNamingIt(field: String, json: String) throws {
+        let error = try #require(throws: ReseedError.self) { try decode(replacing(field, with: json)) }
+        #expect(error.code == .invalidManifest)
+        #expect(error.field == field)
+    }
+
+    @Test(arguments: ["format", "name", "version", "file", "size", "sha256", "userVersion", "applicationID", "pageSize"])
+    func missingFieldIsRejectedNamingIt(field: String) throws {
+        let error = try #require(throws: ReseedError.self) { try decode(replacing(field, with: nil)) }
+        #expect(error.field == field)
+        #expect(error.message.contains("missing"))
+    }
+
+    @Test func manifestOverOneMebibyteIsRefusedUnread() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("big.manifest.json")
+        try Data(repeating: 0x20, count: (1 << 20) + 1).write(to: url)
+        let error = try #require(throws: ReseedError.self) { try SeedManifest.read(from: url) }
+        #expect(error.code == .invalidManifest)
+        #expect(error.message.contains("limit"))
+    }
+
+    @Test func notJSONIsRejectedWithWhere() throws {
+        let error = try #require(throws: ReseedError.self) { try decode("{\"format\": 1,\n  oops}") }
+        #expect(error.code == .invalidManifest)
+        #expect(error.message.contains("line 2"))
+    }
+
+    @Test func folderWithTwoManifestsAsksWhichOne() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.valid.encoded().write(to: directory.appendingPathComponent("a.manifest.json"))
+        try Self.valid.encoded().write(to: directory.appendingPathComponent("b.manifest.json"))
+        let error = try #require(throws: ReseedError.self) { try Seed(at: directory) }
+        #expect(error.code == .seedNotFound)
+        #expect(error.message.contains("2 manifests"))
+    }
+
+    @Test func semanticVersionOrderFollowsTheSpecification() {
+        let ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.10.0", "2.0.0"]
+        for (older, newer) in zip(ordered, ordered.dropFirst()) {
+            #expect(SeedVersion(newer).change(from: SeedVersion(older)) == .upgrade, "\(older) < \(newer)")
+            #expect(SeedVersion(older).change(from: SeedVersion(newer)) == .downgrade, "\(newer) > \(older)")
+        }
+        #expect(SeedVersion("1.0.0+build.1").change(from: SeedVersion("1.0.0+build.2")) == nil)
+        #expect(SeedVersion("01.0.0").semantic == nil)
+        #expect(SeedVersion("2026-spring").semantic == nil)
+    }
+}
