@@ -1,0 +1,136 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+import Testing
+
+@Suite struct LaunchCommandTests {
+    func itemsSeed(_ version: String, in sandbox: TemporaryDirectory, paddingBytes: Int = 0) throws -> Seed {
+        try SeedFixture(name: "items", version: version, sql: [
+            "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL)",
+            "INSERT INTO item (label) VALUES ('\(version)-a'), ('\(version)-b')",
+        ], paddingBytes: paddingBytes).build(in: sandbox.appending("seed-\(version)"))
+    }
+
+    @Test func launchPrintsOneJSONObjectAndExitsZero() throws {
+        let sandbox = try TemporaryDirectory()
+        let seed = try itemsSeed("1.0.0", in: sandbox)
+        let data = sandbox.appending("data")
+        let first = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"])
+        #expect(first.status == 0)
+        #expect(first.stderr == "")
+        let installed = try jsonObject(first.stdout)
+        #expect(installed["outcome"] as? String == "installed")
+        #expect(installed["reason"] as? String == "fresh")
+        #expect(installed["name"] as? String == "items")
+        #expect(installed["version"] as? String == "1.0.0")
+        #expect(installed["previousVersion"] is NSNull)
+        #expect(installed["store"] as? String == data.appendingPathComponent("items.sqlite").path)
+        #expect(first.stdout.split(separator: "\n").count == 1)
+
+        let second = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"])
+        #expect(second.status == 0)
+        let upToDate = try jsonObject(second.stdout)
+        #expect(upToDate["outcome"] as? String == "upToDate")
+        #expect(upToDate["previousVersion"] as? String == "1.0.0")
+
+        let newer = try itemsSeed("1.1.0", in: sandbox)
+        let third = try ReseedBinary.run(["launch", "--seed", newer.manifestURL.deletingLastPathComponent().path, "--data-dir", data.path])
+        #expect(third.status == 0)
+        #expect(third.stdout == "Installed items 1.1.0 over 1.0.0 (upgrade) (reason: versionChanged) at \(data.appendingPathComponent("items.sqlite").path).\n")
+    }
+
+    @Test func badManifestGivesOneLineAndExitOne() throws {
+        let sandbox = try TemporaryDirectory()
+        let seed = try itemsSeed("1.0.0", in: sandbox)
+        var text = try String(contentsOf: seed.manifestURL, encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"file\": \"items.sqlite\"", with: "\"file\": \"../../etc/passwd\"")
+        try text.write(to: seed.manifestURL, atomically: true, encoding: .utf8)
+        let data = sandbox.appending("data")
+        let result = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"])
+        #expect(result.status == 1)
+        #expect(result.stdout == "")
+        #expect(result.stderrLines.count == 1)
+        #expect(result.stderr.hasPrefix("reseed: readManifest: field \"file\""))
+        #expect(result.stderr.contains(seed.manifestURL.path))
+        #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("items.sqlite").path))
+    }
+
+    @Test func storeBusyIsReportedAndNothingChanges() throws {
+        let sandbox = try TemporaryDirectory()
+        let data = sandbox.appending("data")
+        let old = try itemsSeed("1.0.0", in: sandbox)
+        #expect(try ReseedBinary.run(["launch", "--seed", old.manifestURL.path, "--data-dir", data.path]).status == 0)
+        let holder = try DatabasePool(path: data.appendingPathComponent("items.sqlite").path)
+        let new = try itemsSeed("2.0.0", in: sandbox)
+        let result = try ReseedBinary.run(["launch", "--seed", new.manifestURL.path, "--data-dir", data.path, "--busy-timeout", "0.2"])
+        #expect(result.status == 1)
+        #expect(result.stderrLines.count == 1)
+        #expect(result.stderr.contains("checkStoreNotInUse"))
+        #expect(try holder.read { try String.fetchOne($0, sql: "SELECT label FROM item") } == "1.0.0-a")
+        try holder.close()
+        #expect(try PreferencesFile(url: data.appendingPathComponent("preferences.json")).recordedVersion(of: "items") == "1.0.0")
+    }
+
+    @Test func statusReportsWithoutChangingAnything() throws {
+        let sandbox = try TemporaryDirectory()
+        let data = sandbox.appending("data")
+        let seed = try itemsSeed("1.0.0", in: sandbox)
+        let before = try ReseedBinary.run(["status", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"])
+        #expect(before.status == 0)
+        let empty = try jsonObject(before.stdout)
+        #expect(empty["storePresent"] as? Bool == false)
+        #expect(empty["recordedVersion"] is NSNull)
+        #expect(empty["upToDate"] as? Bool == false)
+        #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("items.sqlite").path))
+        _ = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path])
+        let after = try jsonObject(try ReseedBinary.run(["status", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
+        #expect(after["recordedVersion"] as? String == "1.0.0")
+        #expect(after["shippedVersion"] as? String == "1.0.0")
+        #expect(after["upToDate"] as? Bool == true)
+        #expect((after["storeSize"] as? Int ?? 0) > 0)
+    }
+
+    @Test func launchWithNoFlagsUsesTheRepositoryExample() throws {
+        let sandbox = try TemporaryDirectory()
+        let root = ReseedBinary.packageRoot
+        for item in ["reseed.json", "SeedData"] {
+            try FileManager.default.copyItem(at: root.appendingPathComponent(item), to: sandbox.appending(item))
+        }
+        let result = try ReseedBinary.run(["launch", "--json"], in: sandbox.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let outcome = try jsonObject(result.stdout)
+        #expect(outcome["name"] as? String == "triage")
+        #expect(outcome["store"] as? String == sandbox.appending(".reseed-data/triage.sqlite").path)
+        let queue = try DatabaseQueue(path: sandbox.appending(".reseed-data/triage.sqlite").path)
+        let categories = try queue.read { try String.fetchAll($0, sql: "SELECT name FROM injury_category ORDER BY name") }
+        try queue.close()
+        #expect(categories == ["Blunt Trauma", "Burn", "C-Spine", "Cardiac", "Crushing", "Fracture", "Laceration", "Penetration"])
+    }
+
+    @Test func eightProcessesAtOnceInstallOnce() throws {
+        let sandbox = try TemporaryDirectory()
+        let data = sandbox.appending("data")
+        let old = try itemsSeed("1.0.0", in: sandbox, paddingBytes: 4 << 20)
+        let new = try itemsSeed("2.0.0", in: sandbox, paddingBytes: 4 << 20)
+        for (seed, expectedPrevious) in [(old, nil), (new, "1.0.0")] as [(Seed, String?)] {
+            let running = try (0..<8).map { _ in
+                try ReseedBinary.start(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"])
+            }
+            let results = running.map { $0.wait() }
+            #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+            let outcomes = try results.map { try jsonObject($0.stdout) }
+            #expect(outcomes.filter { $0["outcome"] as? String == "installed" }.count == 1)
+            #expect(outcomes.filter { $0["outcome"] as? String == "upToDate" }.count == 7)
+            let installed = outcomes.first { $0["outcome"] as? String == "installed" }
+            #expect(installed?["previousVersion"] as? String == expectedPrevious)
+            let queue = try DatabaseQueue(path: data.appendingPathComponent("items.sqlite").path)
+            let (check, labels) = try queue.read { db in
+                (try String.fetchOne(db, sql: "PRAGMA quick_check"), try String.fetchAll(db, sql: "SELECT label FROM item"))
+            }
+            try queue.close()
+            #expect(check == "ok")
+            #expect(labels == ["\(seed.manifest.version)-a", "\(seed.manifest.version)-b"])
+        }
+    }
+}
