@@ -14,7 +14,8 @@ package struct FileFacts: Sendable {
     package var size: Int64
     /// Lowercase hex SHA-256 of the whole file.
     package var sha256: String
-    package var header: StoreHeader
+    /// Nil when the file does not start with a SQLite header.
+    package var header: StoreHeader?
 
     /// Reads the file at `path`; when `directory` is given, fsyncs it first through the seam (`name` is its name there).
     package init(path: String, directory: Directory? = nil, name: String? = nil) throws {
@@ -27,12 +28,9 @@ package struct FileFacts: Sendable {
         let headerBytes = try FileSystem().reading("read", path) { () throws(Errno) in
             try Syscalls.pread(fd, count: StoreHeader.size, at: 0)
         }
-        guard let header = StoreHeader(headerBytes) else {
-            throw FileSystemFailure(operation: "read a SQLite header", path: path, errno: .invalidArgument)
-        }
         self.size = digest.bytes
         self.sha256 = digest.sha256
-        self.header = header
+        self.header = StoreHeader(headerBytes)
     }
 }
 

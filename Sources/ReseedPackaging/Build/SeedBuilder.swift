@@ -134,7 +134,8 @@ public struct SeedBuilder: Sendable {
         let progress = self.progress
         try packaging(path: path) {
             try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "BEGIN IMMEDIATE")
+                // A failed step rolls back (GRDB insists); the temp file is discarded anyway.
+                try db.inTransaction(.immediate) {
                 switch step.kind {
                 case .sql:
                     for statement in SQLScript(bytes).statements {
@@ -154,7 +155,8 @@ public struct SeedBuilder: Sendable {
                 case .json:
                     _ = try JSONLoader(path: path, table: step.table).load(bytes, into: db)
                 }
-                try db.execute(sql: "COMMIT")
+                return .commit
+                }
                 try Self.check(db, path: path, after: step)
             }
         }
@@ -183,10 +185,13 @@ public struct SeedBuilder: Sendable {
         let path = directory.path(temporary)
         let seedName = name + ".sqlite"
         let facts = try packaging(path: path) { try FileFacts(path: path, directory: directory, name: temporary) }
+        guard let header = facts.header else {
+            throw PackagingError(.integrityCheckFailed, path: path, message: "the built file does not start with a SQLite header")
+        }
         let manifest = SeedManifest(
             name: name, version: version, file: seedName, size: facts.size, sha256: facts.sha256,
-            userVersion: facts.header.userVersion, applicationID: facts.header.applicationID,
-            pageSize: facts.header.pageSize, steps: recorded)
+            userVersion: header.userVersion, applicationID: header.applicationID,
+            pageSize: header.pageSize, steps: recorded)
         try packaging(path: directory.path(seedName)) {
             try directory.rename(temporary, to: seedName)
             try directory.sync()

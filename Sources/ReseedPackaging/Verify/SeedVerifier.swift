@@ -73,11 +73,14 @@ public struct SeedVerifier: Sendable {
         let facts = try packaging(path: path) { try FileFacts(path: path) }
         if facts.size != manifest.size { add(.sizeMismatch, "\(manifest.file) is \(facts.size) bytes, the manifest says \(manifest.size)") }
         if facts.sha256 != manifest.sha256 { add(.checksumMismatch, "\(manifest.file) has SHA-256 \(facts.sha256), the manifest says \(manifest.sha256)") }
-        let header = facts.header
-        if header.pageSize != manifest.pageSize || header.userVersion != manifest.userVersion || header.applicationID != manifest.applicationID {
-            add(.headerMismatch, "header page size/user_version/application_id are \(header.pageSize)/\(header.userVersion)/\(header.applicationID), the manifest says \(manifest.pageSize)/\(manifest.userVersion)/\(manifest.applicationID)")
+        if let header = facts.header {
+            if header.pageSize != manifest.pageSize || header.userVersion != manifest.userVersion || header.applicationID != manifest.applicationID {
+                add(.headerMismatch, "header page size/user_version/application_id are \(header.pageSize)/\(header.userVersion)/\(header.applicationID), the manifest says \(manifest.pageSize)/\(manifest.userVersion)/\(manifest.applicationID)")
+            }
+            if !header.isRollbackJournal { add(.headerMismatch, "\(manifest.file) is in WAL mode; a seed must use a rollback journal") }
+        } else {
+            add(.headerMismatch, "\(manifest.file) does not start with a SQLite header")
         }
-        if !header.isRollbackJournal { add(.headerMismatch, "\(manifest.file) is in WAL mode; a seed must use a rollback journal") }
 
         let embedded = try inspect(path: path, add: add)
         if let embedded {
@@ -117,14 +120,20 @@ public struct SeedVerifier: Sendable {
         var configuration = Configuration()
         configuration.readonly = true
         return try packaging(path: path) {
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? queue.close() }
-            return try queue.read { db in
-                let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-                if integrity != ["ok"] { add(.integrity, "integrity_check: \(integrity.prefix(5).joined(separator: "; "))", nil) }
-                let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
-                if !violations.isEmpty { add(.foreignKeys, "\(violations.count) foreign key violation(s)", nil) }
-                return try SeedMetadata.read(db)
+            do {
+                let queue = try DatabaseQueue(path: path, configuration: configuration)
+                defer { try? queue.close() }
+                return try queue.read { db in
+                    let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
+                    if integrity != ["ok"] { add(.integrity, "integrity_check: \(integrity.prefix(5).joined(separator: "; "))", nil) }
+                    let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
+                    if !violations.isEmpty { add(.foreignKeys, "\(violations.count) foreign key violation(s)", nil) }
+                    return try SeedMetadata.read(db)
+                }
+            } catch let error as DatabaseError {
+                // A damaged seed is a finding, not a reason to stop looking.
+                add(.integrity, "SQLite cannot read the seed: \(error.message ?? "\(error.resultCode)")", nil)
+                return nil
             }
         }
     }

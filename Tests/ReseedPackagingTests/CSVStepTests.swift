@@ -1,0 +1,100 @@
+import Foundation
+import GRDB
+import ReseedPackaging
+import Testing
+
+@Suite struct CSVStepTests {
+    func load(_ csv: String) throws -> (MigrationsSandbox, SeedBuilder.Result) {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_item.csv": csv])
+        return (sandbox, try sandbox.build())
+    }
+
+    @Test func quotedFieldsKeepCommasQuotesAndNewlines() throws {
+        let (sandbox, result) = try load("id,name,note\n1,\"a, b\",\"she said \"\"hi\"\"\"\n2,plain,\"two\nlines\"\n")
+        let rows = try sandbox.read(result) { try Row.fetchAll($0, sql: "SELECT name, note FROM item ORDER BY id") }
+        #expect(rows.map { $0["name"] as String } == ["a, b", "plain"])
+        #expect(rows.map { $0["note"] as String } == ["she said \"hi\"", "two\nlines"])
+    }
+
+    @Test func unquotedEmptyIsNullAndQuotedEmptyIsEmptyText() throws {
+        let (sandbox, result) = try load("id,name,note\n1,,\"\"\n")
+        let row = try #require(try sandbox.read(result) { try Row.fetchOne($0, sql: "SELECT name, note, typeof(name) AS t FROM item") })
+        #expect(row["t"] as String == "null")
+        #expect(row["note"] as String? == "")
+    }
+
+    @Test func crlfLineEndingsAndByteOrderMarkAreAccepted() throws {
+        let (sandbox, result) = try load("\u{FEFF}id,name\r\n1,one\r\n2,\"two\r\nlines\"\r\n")
+        let names = try sandbox.read(result) { try String.fetchAll($0, sql: "SELECT name FROM item ORDER BY id") }
+        #expect(names == ["one", "two\r\nlines"])
+    }
+
+    @Test func columnAffinityDecidesTheStoredType() throws {
+        let (sandbox, result) = try load("id,count,price,name\n1,42,1.5,007\n2,3.0,2,x\n")
+        let types = try sandbox.read(result) {
+            try Row.fetchAll($0, sql: "SELECT typeof(count) AS c, typeof(price) AS p, typeof(name) AS n, count FROM item ORDER BY id")
+        }
+        #expect(types.map { $0["c"] as String } == ["integer", "integer"])
+        #expect(types.map { $0["p"] as String } == ["real", "real"])
+        #expect(types.map { $0["n"] as String } == ["text", "text"])
+        #expect(types.map { $0["count"] as Int } == [42, 3])
+    }
+
+    @Test func wrongFieldCountNamesThePhysicalLineWhereTheRecordStarts() throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_item.csv": "id,name,note\n1,\"multi\nline\",x\n2,short\n"])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .invalidCSV)
+        #expect(error.line == 4)
+        #expect(error.path?.hasSuffix("0002_item.csv") == true)
+        #expect(error.description.contains("0002_item.csv:4: record has 2 fields, the header has 3"))
+    }
+
+    @Test func tooManyFieldsIsAnError() throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_item.csv": "id,name\n1,a,b\n"])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .invalidCSV)
+        #expect(error.line == 2)
+    }
+
+    @Test func unknownColumnIsNamed() throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_item.csv": "id,colour\n1,red\n"])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .unknownColumn)
+        #expect(error.message.contains("'colour'"))
+        #expect(error.line == 1)
+    }
+
+    @Test func missingTableIsNamed() throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_widget.csv": "id\n1\n"])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .unknownTable)
+        #expect(error.message.contains("'widget'"))
+    }
+
+    @Test(arguments: [
+        ("id,name\n1,\"never closed\n", 2, "never closed"),
+        ("id,name\n1,ab\"c\n", 2, "quote inside an unquoted field"),
+        ("id,name\n1,\"ab\"c\n", 2, "after a closing quote"),
+        ("", 1, "empty"),
+        ("id,id\n1,2\n", 1, "twice"),
+    ])
+    func malformedCSVIsRejectedWithItsLine(csv: String, line: Int, message: String) throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_item.csv": csv])
+        let error = try #require(buildError(sandbox))
+        #expect(error.line == line)
+        #expect(error.message.contains(message))
+    }
+
+    @Test func rowRefusedBySQLiteNamesItsLine() throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_item.csv": "id,name\n1,a\n1,b\n"])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .rowRejected)
+        #expect(error.line == 3)
+        #expect(error.message.contains("UNIQUE"))
+    }
+
+    @Test func lastRecordWithoutNewlineIsLoaded() throws {
+        let (sandbox, result) = try load("id,name\n1,a\n2,b")
+        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 2)
+    }
+}

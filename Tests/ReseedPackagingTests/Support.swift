@@ -1,0 +1,49 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedPackaging
+import ReseedTesting
+
+/// A migrations folder written from strings, and builds of it.
+final class MigrationsSandbox: Sendable {
+    let directory: TemporaryDirectory
+    var migrations: URL { directory.appending("Migrations") }
+    var output: URL { directory.appending("SeedData") }
+
+    init(_ files: [String: String] = [:]) throws {
+        directory = try TemporaryDirectory(prefix: "reseed-pkg")
+        try FileManager.default.createDirectory(at: migrations, withIntermediateDirectories: true)
+        for (name, content) in files { try write(name, content) }
+    }
+
+    func write(_ name: String, _ content: String) throws {
+        try Data(content.utf8).write(to: migrations.appendingPathComponent(name))
+    }
+
+    func build(name: String = "test", version: String = "1.0.0") throws -> SeedBuilder.Result {
+        try SeedBuilder(migrations: migrations, output: output, name: name, version: version).build()
+    }
+
+    /// Runs `query` on the built seed.
+    func read<T>(_ result: SeedBuilder.Result, _ query: (Database) throws -> T) throws -> T {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: result.seedURL.path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read(query)
+    }
+}
+
+/// The error a build throws, which must be a ``PackagingError``.
+func buildError(_ sandbox: MigrationsSandbox) -> PackagingError? {
+    do {
+        _ = try sandbox.build()
+        return nil
+    } catch let error as PackagingError {
+        return error
+    } catch {
+        return PackagingError(.io, message: "unexpected error type: \(error)")
+    }
+}
+
+let itemSchema = "CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT, count INTEGER, price REAL, note TEXT);"

@@ -1,0 +1,62 @@
+import Foundation
+import Reseed
+import ReseedPackaging
+import Testing
+
+@Suite struct VerifierTests {
+    func built() throws -> (MigrationsSandbox, SeedBuilder.Result) {
+        let sandbox = try MigrationsSandbox(BuildTests.steps)
+        return (sandbox, try sandbox.build())
+    }
+
+    @Test func freshBuildVerifiesClean() throws {
+        let (sandbox, result) = try built()
+        let report = try SeedVerifier(seed: result.manifestURL).verify(migrations: sandbox.migrations)
+        #expect(report.findings.isEmpty)
+    }
+
+    @Test func editedAddedAndMissingStepsAreEachReported() throws {
+        let (sandbox, result) = try built()
+        try sandbox.write("0002_parent.csv", "id,name\n1,one\n2,TWO\n")
+        try FileManager.default.removeItem(at: sandbox.migrations.appendingPathComponent("0004_index.sql"))
+        try sandbox.write("0005_more.sql", "SELECT 1;")
+        let report = try SeedVerifier(seed: result.output()).verify(migrations: sandbox.migrations)
+        let byKind = Dictionary(grouping: report.findings, by: \.kind).mapValues { $0.compactMap(\.step) }
+        #expect(byKind[.stepEdited] == ["0002_parent.csv"])
+        #expect(byKind[.stepMissing] == ["0004_index.sql"])
+        #expect(byKind[.stepAdded] == ["0005_more.sql"])
+        #expect(report.findings.count == 3)
+    }
+
+    @Test func checkoutWithWindowsLineEndingsIsNotAnEdit() throws {
+        let (sandbox, result) = try built()
+        let original = try String(contentsOf: sandbox.migrations.appendingPathComponent("0001_schema.sql"), encoding: .utf8)
+        try sandbox.write("0001_schema.sql", "\u{FEFF}" + original.replacingOccurrences(of: "\n", with: "\r\n"))
+        #expect(try SeedVerifier(seed: result.manifestURL).verify(migrations: sandbox.migrations).isClean)
+    }
+
+    @Test func tamperedSeedIsReported() throws {
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        var bytes = try Data(contentsOf: result.seedURL)
+        bytes[bytes.count - 10] ^= 0xFF
+        try bytes.write(to: result.seedURL)
+        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        #expect(report.findings.map(\.kind).contains(.checksumMismatch))
+    }
+
+    @Test func manifestOfAnotherVersionIsReported() throws {
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        var manifest = result.manifest
+        manifest.version = "9.9.9"
+        try manifest.encoded().write(to: result.manifestURL)
+        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        #expect(report.findings.map(\.kind) == [.metadataMismatch])
+    }
+}
+
+extension SeedBuilder.Result {
+    /// The folder holding the seed and its manifest.
+    func output() -> URL { manifestURL.deletingLastPathComponent() }
+}
