@@ -1,0 +1,277 @@
+import Foundation
+import GRDB
+
+/// What changed between two releases of a seed: schema objects, columns, and rows.
+///
+/// Both databases are opened read-only. Rows are compared table by table by
+/// walking both tables in key order side by side, so memory stays flat however
+/// large the tables are. Reseed's own tables (`reseed_…`) and SQLite's
+/// (`sqlite_…`) are left out; the seed name and version they record are
+/// reported in ``old`` and ``new`` instead.
+///
+/// ```swift
+/// let diff = try SeedDiff.compare(old: URL(filePath: "songs-1.0.sqlite"),
+///                                 new: URL(filePath: "songs-1.1.sqlite"))
+/// if !diff.isEmpty { print(diff.renderText()) }
+/// ```
+public struct SeedDiff: Sendable, Codable, Equatable {
+    /// One of the two databases compared.
+    public struct Side: Sendable, Codable, Equatable {
+        /// The path of the database file, as given.
+        public var path: String
+        /// The seed name recorded in `reseed_metadata`, or nil when there is none.
+        public var name: String?
+        /// The seed version recorded in `reseed_metadata`, or nil when there is none.
+        public var version: String?
+    }
+
+    /// One schema object or column that was added, removed or changed.
+    ///
+    /// Objects are matched by type and name; an object is changed when its
+    /// `CREATE` statement differs outside of whitespace. Columns are compared
+    /// for tables present in both databases, from `PRAGMA table_xinfo`.
+    ///
+    /// ```swift
+    /// // SchemaChange(kind: .added, type: .column, table: "songs", name: "year",
+    /// //              detail: "INTEGER NOT NULL DEFAULT 0")
+    /// ```
+    public struct SchemaChange: Sendable, Codable, Equatable {
+        /// Whether the object exists only in the new database, only in the old one, or differs.
+        public enum Kind: String, Sendable, Codable, Equatable {
+            /// Only in the new database.
+            case added
+            /// Only in the old database.
+            case removed
+            /// In both, with a different definition.
+            case changed
+        }
+
+        /// The kind of schema object concerned.
+        public enum ObjectType: String, Sendable, Codable, Equatable {
+            /// A table, virtual ones included.
+            case table
+            /// An index; ``SchemaChange/table`` names its table.
+            case index
+            /// A view.
+            case view
+            /// A trigger; ``SchemaChange/table`` names its table.
+            case trigger
+            /// A column of a table present in both databases; ``SchemaChange/table`` names it.
+            case column
+        }
+
+        /// Added, removed or changed.
+        public var kind: Kind
+        /// What sort of object changed; encoded as `"table"`, `"index"`, `"view"`, `"trigger"` or `"column"`.
+        public var type: ObjectType
+        /// The table an index, trigger or column belongs to; nil for tables and views.
+        public var table: String?
+        /// The name of the object or column.
+        public var name: String
+        /// The `CREATE` statement in the old database; nil for columns and added objects.
+        public var oldSQL: String?
+        /// The `CREATE` statement in the new database; nil for columns and removed objects.
+        public var newSQL: String?
+        /// For columns: the definition (added, removed) or what differs (changed),
+        /// such as `type INTEGER → TEXT, NOT NULL added`.
+        public var detail: String?
+    }
+
+    /// The row changes of one table present in both databases.
+    ///
+    /// Rows are matched by ``key``. Only the columns present in both
+    /// databases are compared, and not generated ones, which follow from the others. Values compare as SQLite compares them with the
+    /// `BINARY` collation: the INTEGER `1` and the TEXT `'1'` differ, the
+    /// INTEGER `1` and the REAL `1.0` do not, and text compares byte for byte.
+    ///
+    /// ```swift
+    /// // TableChange(name: "songs", key: ["id"], added: 12, removed: 0, changed: 3, …)
+    /// ```
+    public struct TableChange: Sendable, Codable, Equatable {
+        /// One row shown as an example: its key and, for a changed row, the values that differ.
+        public struct RowExample: Sendable, Codable, Equatable {
+            /// The key values, in the order of ``TableChange/key``, as SQL literals.
+            public var key: [String]
+            /// The columns whose value differs, in column order; empty for added and removed rows.
+            public var changes: [ValueChange]
+        }
+
+        /// One column of a changed row, with its old and new value as SQL literals.
+        ///
+        /// Literals look like `NULL`, `42`, `3.5`, `'text'` and `X'ABCD'`. Text longer
+        /// than 200 characters and blobs longer than 100 bytes are cut, marked with `…`
+        /// and followed by their size: `'Lorem ipsum…' (5120 bytes)`.
+        public struct ValueChange: Sendable, Codable, Equatable {
+            /// The column's name.
+            public var column: String
+            /// The value in the old database.
+            public var old: String
+            /// The value in the new database.
+            public var new: String
+        }
+
+        /// The table's name.
+        public var name: String
+        /// The columns rows are matched by: the primary key in key order, or a
+        /// single rowid alias such as `rowid` for tables without a primary key.
+        public var key: [String]
+        /// How many rows only the new database has.
+        public var added: Int
+        /// How many rows only the old database has.
+        public var removed: Int
+        /// How many rows both have, with at least one compared value that differs.
+        public var changed: Int
+        /// Up to `exampleLimit` added rows, in key order.
+        public var addedExamples: [RowExample]
+        /// Up to `exampleLimit` removed rows, in key order.
+        public var removedExamples: [RowExample]
+        /// Up to `exampleLimit` changed rows, in key order.
+        public var changedExamples: [RowExample]
+        /// Why the rows were not compared, such as a primary key that changed
+        /// beyond matching; nil when they were.
+        public var rowsNotCompared: String?
+    }
+
+    /// The database compared against: the older release.
+    public var old: Side
+    /// The database compared: the newer release.
+    public var new: Side
+    /// Schema objects and columns added, removed or changed, grouped by table.
+    public var schema: [SchemaChange]
+    /// The tables present in both databases whose rows differ, sorted by name.
+    public var tables: [TableChange]
+
+    /// True when neither the schema nor any row differs; the seed names and versions are not considered.
+    public var isEmpty: Bool { schema.isEmpty && tables.isEmpty }
+
+    /// Compares two SQLite databases, opened read-only.
+    ///
+    /// - Parameters:
+    ///   - old: The older database file.
+    ///   - new: The newer database file.
+    ///   - exampleLimit: How many added, removed and changed rows to show per
+    ///     table, each; counts stay exact beyond it. Default 5; a negative value counts as 0.
+    /// - Returns: The differences, empty when the databases hold the same schema and rows.
+    /// - Throws: ``Failure`` when a file is missing or is not a SQLite
+    ///   database, or when SQLite fails while reading either one.
+    ///
+    /// ```swift
+    /// let diff = try SeedDiff.compare(old: oldURL, new: newURL, exampleLimit: 3)
+    /// for table in diff.tables { print(table.name, table.added, table.removed, table.changed) }
+    /// ```
+    public static func compare(old: URL, new: URL, exampleLimit: Int = 5) throws -> SeedDiff {
+        let oldQueue = try openReadOnly(old)
+        defer { try? oldQueue.close() }
+        let newQueue = try openReadOnly(new)
+        defer { try? newQueue.close() }
+
+        // One read transaction on each side, so the schema and every table are seen at one instant.
+        return try Failure.attributing(to: old.path) {
+            try oldQueue.read { oldDB in
+                try Failure.attributing(to: new.path) {
+                    try newQueue.read { newDB in
+                        let oldSchema = try Failure.attributing(to: old.path) { try SchemaSnapshot.read(oldDB) }
+                        let newSchema = try SchemaSnapshot.read(newDB)
+                        let comparison = TableComparison(
+                            old: oldSchema, new: newSchema, oldPath: old.path, newPath: new.path,
+                            exampleLimit: max(0, exampleLimit))
+                        return SeedDiff(
+                            old: Side(path: old.path, name: oldSchema.seedName, version: oldSchema.seedVersion),
+                            new: Side(path: new.path, name: newSchema.seedName, version: newSchema.seedVersion),
+                            schema: SchemaSnapshot.changes(from: oldSchema, to: newSchema),
+                            tables: try comparison.run(old: oldDB, new: newDB))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The diff as JSON: pretty-printed with sorted keys, so the same diff always gives the same bytes.
+    ///
+    /// Optional fields that are nil are left out. `JSONDecoder` reads the output back into an equal value.
+    ///
+    /// ```swift
+    /// try diff.jsonData().write(to: URL(filePath: "diff.json"))
+    /// ```
+    /// - Throws: `EncodingError` from `JSONEncoder`, which plain strings and numbers do not cause.
+    public func jsonData() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+
+    private static func openReadOnly(_ url: URL) throws -> DatabaseQueue {
+        let path = url.path
+        guard url.isFileURL else { throw Failure(path: url.absoluteString, message: "not a file URL") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw Failure(path: path, message: "file not found")
+        }
+        guard !isDirectory.boolValue else { throw Failure(path: path, message: "is a directory, not a database file") }
+
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "reseed.diff"
+        return try Failure.attributing(to: path) {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            // SQLite reads the header lazily: touch the schema now so a bad file fails here, by name.
+            try queue.read { try $0.execute(sql: "SELECT count(*) FROM sqlite_master") }
+            return queue
+        }
+    }
+}
+
+extension SeedDiff {
+    /// Why a comparison could not be made: the file concerned and what went wrong.
+    ///
+    /// ```swift
+    /// do { _ = try SeedDiff.compare(old: a, new: b) }
+    /// catch let failure as SeedDiff.Failure { print(failure.path, failure.message) }
+    /// ```
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// The database file concerned.
+        public var path: String
+        /// What went wrong, such as `not a SQLite database` or `file not found`.
+        public var message: String
+        /// The underlying SQLite error, when SQLite reported one.
+        public var databaseError: DatabaseError?
+
+        /// Creates a failure for `path`.
+        ///
+        /// ```swift
+        /// throw SeedDiff.Failure(path: "old.sqlite", message: "file not found")
+        /// ```
+        public init(path: String, message: String, databaseError: DatabaseError? = nil) {
+            self.path = path
+            self.message = message
+            self.databaseError = databaseError
+        }
+
+        /// One line: the message, the path, and the SQLite error if any.
+        public var description: String {
+            var text = "\(message) (\(path))"
+            if let databaseError {
+                text += " [SQLite \(databaseError.resultCode.rawValue): \(databaseError.message ?? "\(databaseError.resultCode)")]"
+            }
+            return text
+        }
+
+        /// Runs `body`, turning a `DatabaseError` into a failure on `path`; other errors pass through.
+        static func attributing<T>(to path: String, _ body: () throws -> T) throws -> T {
+            do {
+                return try body()
+            } catch let error as DatabaseError {
+                throw Failure(path: path, message: message(for: error), databaseError: error)
+            }
+        }
+
+        private static func message(for error: DatabaseError) -> String {
+            switch error.resultCode {
+            case .SQLITE_NOTADB: "not a SQLite database"
+            case .SQLITE_CANTOPEN: "cannot open the database file"
+            case .SQLITE_CORRUPT: "the database file is corrupt"
+            default: "SQLite failed while reading the database"
+            }
+        }
+    }
+}
