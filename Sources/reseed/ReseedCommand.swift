@@ -12,7 +12,7 @@ struct ReseedCommand: ParsableCommand {
             Defaults come from reseed.json in the current folder (see README.md), so in this \
             repository `reseed package` rebuilds the example and `reseed launch` installs it.
             """,
-        subcommands: [Launch.self, Status.self, Package.self, Verify.self])
+        subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self])
 }
 
 /// Options every command that logs shares.

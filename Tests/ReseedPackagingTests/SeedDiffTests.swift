@@ -373,7 +373,7 @@ private let songsSchema = """
         let sql = "CREATE TABLE t(k TEXT PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('b', 1), ('Ā', 2);"
         let old = try scratch.database("old.sqlite", sql, encoding: "UTF-16le")
         let new = try scratch.database("new.sqlite", sql)
-        let failure = #expect(throws: SeedDiff.Failure.self) { try SeedDiff.compare(old: old, new: new) }
+        let failure = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: old, new: new) }
         #expect(failure?.path == old.path)
         #expect(failure?.message.contains("text encodings") == true)
     }
@@ -456,10 +456,10 @@ private let songsSchema = """
         let text = scratch.directory.appending(path: "notes.sqlite")
         try Data(String(repeating: "not a database ", count: 100).utf8).write(to: text)
 
-        let notFound = #expect(throws: SeedDiff.Failure.self) { try SeedDiff.compare(old: missing, new: good) }
+        let notFound = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: missing, new: good) }
         #expect(notFound?.path == missing.path)
         #expect(notFound?.message == "file not found")
-        let notADatabase = #expect(throws: SeedDiff.Failure.self) { try SeedDiff.compare(old: good, new: text) }
+        let notADatabase = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: good, new: text) }
         #expect(notADatabase?.path == text.path)
         #expect(notADatabase?.message == "not a SQLite database")
         #expect(notADatabase?.databaseError?.resultCode == .SQLITE_NOTADB)

@@ -152,7 +152,7 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     ///   - exampleLimit: How many added, removed and changed rows to show per
     ///     table, each; counts stay exact beyond it. Default 5; a negative value counts as 0.
     /// - Returns: The differences, empty when the databases hold the same schema and rows.
-    /// - Throws: ``Failure`` when a file is missing or is not a SQLite
+    /// - Throws: ``PackagingError`` when a file is missing or is not a SQLite
     ///   database, or when SQLite fails while reading either one.
     ///
     /// ```swift
@@ -202,12 +202,12 @@ public struct SeedDiff: Sendable, Codable, Equatable {
 
     private static func openReadOnly(_ url: URL) throws -> DatabaseQueue {
         let path = url.path
-        guard url.isFileURL else { throw Failure(path: url.absoluteString, message: "not a file URL") }
+        guard url.isFileURL else { throw Failure.make(path: url.absoluteString, message: "not a file URL") }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw Failure(path: path, message: "file not found")
+            throw Failure.make(path: path, message: "file not found")
         }
-        guard !isDirectory.boolValue else { throw Failure(path: path, message: "is a directory, not a database file") }
+        guard !isDirectory.boolValue else { throw Failure.make(path: path, message: "is a directory, not a database file") }
 
         var configuration = Configuration()
         configuration.readonly = true
@@ -222,38 +222,10 @@ public struct SeedDiff: Sendable, Codable, Equatable {
 }
 
 extension SeedDiff {
-    /// Why a comparison could not be made: the file concerned and what went wrong.
-    ///
-    /// ```swift
-    /// do { _ = try SeedDiff.compare(old: a, new: b) }
-    /// catch let failure as SeedDiff.Failure { print(failure.path, failure.message) }
-    /// ```
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        /// The database file concerned.
-        public var path: String
-        /// What went wrong, such as `not a SQLite database` or `file not found`.
-        public var message: String
-        /// The underlying SQLite error, when SQLite reported one.
-        public var databaseError: DatabaseError?
-
-        /// Creates a failure for `path`.
-        ///
-        /// ```swift
-        /// throw SeedDiff.Failure(path: "old.sqlite", message: "file not found")
-        /// ```
-        public init(path: String, message: String, databaseError: DatabaseError? = nil) {
-            self.path = path
-            self.message = message
-            self.databaseError = databaseError
-        }
-
-        /// One line: the message, the path, and the SQLite error if any.
-        public var description: String {
-            var text = "\(message) (\(path))"
-            if let databaseError {
-                text += " [SQLite \(databaseError.resultCode.rawValue): \(databaseError.message ?? "\(databaseError.resultCode)")]"
-            }
-            return text
+    /// Builds the ``PackagingError`` of a comparison that could not be made, about `path`.
+    enum Failure {
+        static func make(path: String, message: String, databaseError: DatabaseError? = nil) -> PackagingError {
+            PackagingError(databaseError == nil ? .io : .database, path: path, message: message, databaseError: databaseError)
         }
 
         /// Runs `body`, turning a `DatabaseError` into a failure on `path`; other errors pass through.
@@ -261,7 +233,7 @@ extension SeedDiff {
             do {
                 return try body()
             } catch let error as DatabaseError {
-                throw Failure(path: path, message: message(for: error), databaseError: error)
+                throw make(path: path, message: message(for: error), databaseError: error)
             }
         }
 

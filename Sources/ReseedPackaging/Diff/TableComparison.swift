@@ -183,7 +183,7 @@ private struct OrderedRows {
         let values = Array(row.databaseValues)
         let key = Array(values[..<keyCount])
         if let previousKey, order.compare(previousKey[...], key[...]) > 0 {
-            throw SeedDiff.Failure(
+            throw SeedDiff.Failure.make(
                 path: path,
                 message: "rows of table \(table) do not come in binary key order; do the two databases use different text encodings?")
         }
