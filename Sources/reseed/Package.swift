@@ -55,12 +55,12 @@ final class ProgressLine: Sendable {
         switch progress {
         case .step:
             started.withLock { $0 = .now }
-        case .rows(let step, let rows):
+        case .rows(let step, let rows, let done):
             let elapsed = started.withLock { start in start.map { ContinuousClock.now - $0 } } ?? .zero
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let rate = seconds > 0 ? Int(Double(rows) / seconds) : 0
             FileHandle.standardError.write(Data("\r\(step.id): \(rows) rows, \(rate) rows/s   ".utf8))
-            if rows % 100_000 != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+            if done { FileHandle.standardError.write(Data("\n".utf8)) }
         }
     }
 }

@@ -69,15 +69,7 @@ struct CSVLoader {
 
     /// The header names, each checked to be a column of the table, once.
     private func checkedColumns(header: CSVParser.Record, parser: CSVParser, db: Database) throws(PackagingError) -> [String] {
-        let existing: [String]
-        do {
-            existing = try Row.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?)", arguments: [table]).map { $0["name"] }
-        } catch {
-            throw PackagingError.wrapping(error, path: path)
-        }
-        guard !existing.isEmpty else {
-            throw PackagingError(.unknownTable, path: path, message: "table '\(table)' does not exist (a data step loads into the table its name gives)")
-        }
+        let existing = try tableColumns(table, in: db, step: path)
         let known = Set(existing.map { $0.lowercased() })
         var seen = Set<String>()
         var columns: [String] = []
@@ -94,6 +86,22 @@ struct CSVLoader {
         }
         return columns
     }
+}
+
+/// The columns of the table a data step loads into, as declared.
+///
+/// - Throws: ``PackagingError/Code/unknownTable`` naming the step when the table does not exist.
+func tableColumns(_ table: String, in db: Database, step path: String) throws(PackagingError) -> [String] {
+    let names: [String]
+    do {
+        names = try Row.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?)", arguments: [table]).map { $0["name"] }
+    } catch {
+        throw PackagingError.wrapping(error, path: path)
+    }
+    guard !names.isEmpty else {
+        throw PackagingError(.unknownTable, path: path, message: "table '\(table)' does not exist (a data step loads into the table its name gives)")
+    }
+    return names
 }
 
 /// SQLite's "copy the bytes now" destructor.

@@ -85,15 +85,7 @@ struct JSONLoader {
 
     /// Lowercased column name → the name as declared.
     private func existingColumns(_ db: Database) throws(PackagingError) -> [String: String] {
-        let names: [String]
-        do {
-            names = try Row.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?)", arguments: [table]).map { $0["name"] }
-        } catch {
-            throw PackagingError.wrapping(error, path: path)
-        }
-        guard !names.isEmpty else {
-            throw PackagingError(.unknownTable, path: path, message: "table '\(table)' does not exist (a data step loads into the table its name gives)")
-        }
+        let names = try tableColumns(table, in: db, step: path)
         return Dictionary(names.map { ($0.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
     }
 }

@@ -15,8 +15,9 @@ import Reseed
 /// 4096. Each step runs in its own `BEGIN IMMEDIATE` transaction and must
 /// leave `PRAGMA foreign_key_check` empty. Then `integrity_check` and
 /// `foreign_key_check`, the metadata tables, `user_version` (the last step's
-/// number) and `application_id` (``SeedMetadata/applicationID``), `VACUUM`,
-/// journal mode DELETE, fsync, and a rename into place beside its manifest.
+/// number) and `application_id` (``SeedMetadata/applicationID``), `VACUUM INTO`
+/// a second temp file (compact, in rollback-journal mode), fsync, and a rename
+/// into place beside its manifest.
 /// A failed build removes its temp file and leaves the output folder as it was.
 ///
 /// The same steps, name and version give the same bytes on any folder, clock
@@ -34,8 +35,8 @@ public struct SeedBuilder: Sendable {
     public enum Progress: Sendable {
         /// A step is starting.
         case step(MigrationStep)
-        /// Rows loaded so far by the running data step.
-        case rows(MigrationStep, Int)
+        /// Rows loaded so far by the running CSV step; `done` on its last report.
+        case rows(MigrationStep, Int, done: Bool)
     }
 
     public var migrations: URL
@@ -77,20 +78,27 @@ public struct SeedBuilder: Sendable {
         }
         let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
         let seedName = name + ".sqlite"
-        let temporary = Directory.temporaryName(for: seedName)
-        let temporaryPath = directory.path(temporary)
+        // The database is built in one temp file and compacted by `VACUUM INTO` into a second:
+        // one write of the result instead of VACUUM's copy out and back.
+        let work = Directory.temporaryName(for: seedName)
+        let compacted = Directory.temporaryName(for: seedName)
         do {
-            let recorded = try buildDatabase(at: temporaryPath, steps: folder, lastNumber: last.number)
-            let manifest = try finish(temporary, in: directory, recorded: recorded)
+            let recorded = try buildDatabase(at: directory.path(work), compactingInto: directory.path(compacted), steps: folder, lastNumber: last.number)
+            _ = try? directory.remove(work)
+            let manifest = try finish(compacted, in: directory, recorded: recorded)
             return Result(manifest: manifest, seedURL: output.appendingPathComponent(seedName),
                           manifestURL: output.appendingPathComponent(manifest.manifestFileName))
         } catch {
-            for suffix in ["", "-journal", "-wal", "-shm"] { _ = try? directory.remove(temporary + suffix) }
+            for name in [work, compacted] {
+                for suffix in ["", "-journal", "-wal", "-shm"] { _ = try? directory.remove(name + suffix) }
+            }
             throw error
         }
     }
 
-    private func buildDatabase(at path: String, steps folder: MigrationsFolder, lastNumber: Int) throws(PackagingError) -> [SeedManifest.Step] {
+    private func buildDatabase(
+        at path: String, compactingInto output: String, steps folder: MigrationsFolder, lastNumber: Int
+    ) throws(PackagingError) -> [SeedManifest.Step] {
         var configuration = Configuration()
         configuration.label = "reseed.build"
         configuration.prepareDatabase { db in
@@ -121,9 +129,7 @@ public struct SeedBuilder: Sendable {
                     return .commit
                 }
                 try db.execute(sql: "PRAGMA user_version = \(lastNumber); PRAGMA application_id = \(SeedMetadata.applicationID)")
-                try db.execute(sql: "VACUUM")
-                try db.execute(sql: "PRAGMA journal_mode = DELETE")
-                try Self.check(db, path: path, after: nil)
+                try db.execute(sql: "VACUUM INTO ?", arguments: [output])
             }
         }
         return recorded
@@ -149,9 +155,9 @@ public struct SeedBuilder: Sendable {
                 case .csv:
                     let loader = CSVLoader(path: path, table: step.table)
                     let rows = try bytes.withUnsafeBytes { buffer throws(PackagingError) in
-                        try loader.load(buffer, into: db) { progress?(.rows(step, $0)) }
+                        try loader.load(buffer, into: db) { progress?(.rows(step, $0, done: false)) }
                     }
-                    progress?(.rows(step, rows))
+                    progress?(.rows(step, rows, done: true))
                 case .json:
                     _ = try JSONLoader(path: path, table: step.table).load(bytes, into: db)
                 }
