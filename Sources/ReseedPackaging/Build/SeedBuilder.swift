@@ -135,7 +135,7 @@ public struct SeedBuilder: Sendable {
         return recorded
     }
 
-    private func run(_ step: MigrationStep, bytes: [UInt8], in queue: DatabaseQueue) throws(PackagingError) {
+    private func run(_ step: MigrationStep, bytes: Data, in queue: DatabaseQueue) throws(PackagingError) {
         let path = step.url.path
         let progress = self.progress
         try packaging(path: path) {
@@ -144,7 +144,7 @@ public struct SeedBuilder: Sendable {
                 try db.inTransaction(.immediate) {
                 switch step.kind {
                 case .sql:
-                    for statement in SQLScript(bytes).statements {
+                    for statement in SQLScript(Array(bytes)).statements {
                         do {
                             try db.execute(sql: statement.sql)
                         } catch let error as DatabaseError {
@@ -159,7 +159,7 @@ public struct SeedBuilder: Sendable {
                     }
                     progress?(.rows(step, rows, done: true))
                 case .json:
-                    _ = try JSONLoader(path: path, table: step.table).load(bytes, into: db)
+                    _ = try JSONLoader(path: path, table: step.table).load(Array(bytes), into: db)
                 }
                 return .commit
                 }

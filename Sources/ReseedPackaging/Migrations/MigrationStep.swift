@@ -42,28 +42,25 @@ public struct MigrationStep: Sendable, Hashable {
 
     /// SHA-256 (lowercase hex) of the content with any UTF-8 BOM removed and CRLF or CR line endings made LF,
     /// so a checkout with other line endings gives the same checksum.
-    public static func checksum(of bytes: [UInt8]) -> String {
+    public static func checksum(of content: some ContiguousBytes) -> String {
         var hasher = SHA256()
-        var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-        var index = start
-        while index < bytes.count {
-            if bytes[index] == 0x0D {
-                bytes.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[start..<index])) }
+        content.withUnsafeBytes { bytes in
+            var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            // Hash runs between carriage returns whole; each CR, or CRLF, hashes as one LF.
+            while let cr = bytes[start...].firstIndex(of: 0x0D) {
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[start..<cr]))
                 hasher.update(data: [0x0A])
-                index += (index + 1 < bytes.count && bytes[index + 1] == 0x0A) ? 2 : 1
-                start = index
-            } else {
-                index += 1
+                start = cr + 1 < bytes.count && bytes[cr + 1] == 0x0A ? cr + 2 : cr + 1
             }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[start...]))
         }
-        bytes.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[start..<bytes.count])) }
         return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
     /// Reads the step's file.
-    public func contents() throws(PackagingError) -> [UInt8] {
+    public func contents() throws(PackagingError) -> Data {
         do {
-            return Array(try Data(contentsOf: url, options: .alwaysMapped))
+            return try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
             throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
         }
