@@ -40,7 +40,7 @@ extension Installation {
     }
 
     /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
-    private func copyAndVerify(into temporary: String) throws(ReseedError) {
+    func copyAndVerify(into temporary: String) throws(ReseedError) {
         let seedPath = seed.fileURL.path
         let source: Int32
         do {
@@ -125,7 +125,7 @@ extension Installation {
     }
 
     /// Step 4: no one has the old store open; sidecars gone; rename; directory fsync.
-    private func swap(in temporary: String, storeState: StoreState, outcome: inout LaunchOutcome) throws(ReseedError) {
+    func swap(in temporary: String, storeState: StoreState, outcome: inout LaunchOutcome) throws(ReseedError) {
         var storeGuard: StoreGuard?
         defer { storeGuard?.release() }
         var invalid = storeState == .notSQLite

@@ -78,7 +78,7 @@ struct Installation {
     }
 
     /// Judges the store from its first 16 bytes, without opening it as a database.
-    private func storeState() throws(ReseedError) -> StoreState {
+    func storeState() throws(ReseedError) -> StoreState {
         // This process has it open through Reseed: it is a database, and opening and
         // closing a descriptor of it here would drop SQLite's locks on it.
         if OpenStores.isOpen(storePath) { return .sqlite }

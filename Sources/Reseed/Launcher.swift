@@ -92,12 +92,23 @@ public struct Launcher: Sendable {
 
     private func prepare(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
         let seed = try Seed(at: seedURL)
-        let manifest = seed.manifest
+        let lock = try lockStore(seed.manifest)
+        defer { lock.lock.release() }
+        return try Installation(launcher: self, seed: seed, directory: lock.directory, preferences: preferences)
+            .run(forcing: forcedReason)
+    }
+
+    /// The preferences file, through this launcher's file-system seam.
+    var preferences: PreferencesFile { PreferencesFile(url: preferencesURL, fileSystem: fileSystem) }
+
+    /// Step 1: opens (creating) the data directory and takes the lock of the store `manifest` names.
+    ///
+    /// - Throws: ``ReseedError/Code/lockTimeout`` when another holder keeps it past ``Configuration/lockTimeout``.
+    func lockStore(_ manifest: SeedManifest) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
         let directory = try during(.prepareDirectory, path: dataDirectory.path) {
             try fileSystem.openDirectory(dataDirectory, create: true)
         }
-        let storeName = manifest.storeFileName
-        let lockName = ".\(storeName).reseed-lock"
+        let lockName = ".\(manifest.storeFileName).reseed-lock"
         let lock = try during(.lock, path: directory.path(lockName)) {
             try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout)
         }
@@ -105,9 +116,6 @@ public struct Launcher: Sendable {
             throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
                               message: "another launcher holds the store '\(manifest.name)' (waited \(configuration.lockTimeout))")
         }
-        defer { lock.release() }
-        let preferences = PreferencesFile(url: preferencesURL, fileSystem: fileSystem)
-        let install = Installation(launcher: self, seed: seed, directory: directory, preferences: preferences)
-        return try install.run(forcing: forcedReason)
+        return (directory, lock)
     }
 }

@@ -1,0 +1,139 @@
+import Foundation
+import GRDB
+
+extension LiveStore {
+    /// What a replacement did.
+    public struct ReplaceOutcome: Sendable {
+        /// The version the store holds now.
+        public var version: String
+        /// The version it held before.
+        public var previousVersion: String
+        /// The store file (unchanged path, new content).
+        public var storeURL: URL
+        /// How long new operations were held back: waiting for running ones, closing, swapping, reopening.
+        /// It does not grow with the seed's size: copying and verifying happen before.
+        public var blockedFor: Duration
+    }
+
+    /// Replaces the open store with a seed that arrived at runtime (a download), without restarting.
+    ///
+    /// 1. Copies the seed beside the store and verifies it fully (size, header,
+    ///    embedded name and version, SHA-256) while the app keeps using the old store;
+    ///    ``Event/progress(completed:total:)`` reports the copy.
+    /// 2. Sends ``Event/willReplace(_:)`` and waits, up to the observer timeout,
+    ///    for every observer to release its notice.
+    /// 3. Lets running operations finish and holds new ones, checkpoints and closes
+    ///    the pool, swaps the files with the launcher's invariant (no other connection,
+    ///    sidecars removed, rename, directory fsync, then the recorded version), reopens,
+    ///    lets the held operations run on the new store, and sends
+    ///    ``Event/replaced(version:previousVersion:)``.
+    ///
+    /// On any failure before the swap the old store stays open and usable, the
+    /// error is thrown and sent as ``Event/replaceFailed(_:)``. A crash at any
+    /// point leaves a store the next launch opens.
+    ///
+    /// ```swift
+    /// let outcome = try await store.replace(with: Seed(at: downloadedManifest))
+    /// print("now \(outcome.version), access blocked for \(outcome.blockedFor)")
+    /// ```
+    ///
+    /// - Throws: ``ReseedError``: ``ReseedError/Code/verificationFailed`` for a bad download,
+    ///   ``ReseedError/Code/storeBusy`` when another process has the store open, and so on.
+    @discardableResult
+    public func replace(with seed: Seed) async throws -> ReplaceOutcome {
+        try await changes.run {
+            do throws(ReseedError) {
+                return try await self.performReplace(seed)
+            } catch {
+                self.emit(.replaceFailed(error))
+                throw error
+            }
+        }
+    }
+
+    private func performReplace(_ seed: Seed) async throws(ReseedError) -> ReplaceOutcome {
+        let (launcher, name, previous) = state.withLock { ($0.launcher, $0.name, $0.version) }
+        guard seed.manifest.name == name else {
+            throw ReseedError(.invalidArgument, step: .readManifest, path: seed.manifestURL.path,
+                              message: "the seed is for store '\(seed.manifest.name)', this store is '\(name)'")
+        }
+        var checking = launcher
+        checking.configuration.verification = .checksum
+        checking.configuration.progress = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
+        let verifying = checking
+        let prepared = try await offload { () throws(ReseedError) in try Self.copyBeside(seed, launcher: verifying) }
+        defer { prepared.lock.release() }
+
+        await noticeObservers(of: seed.manifest.version)
+
+        let clock = ContinuousClock()
+        let blockedSince = clock.now
+        await gate.enterExclusive()
+        let swapped = await offload { () -> Result<Void, ReseedError> in
+            Result { () throws(ReseedError) in try self.swapClosed(prepared) }
+        }
+        await gate.exitExclusive()
+        let blockedFor = clock.now - blockedSince
+        try swapped.get()
+        emit(.replaced(version: seed.manifest.version, previousVersion: previous))
+        logger.info("replaced the live store", metadata: ["version": "\(seed.manifest.version)", "blocked": "\(blockedFor)"])
+        return ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
+    }
+
+    /// A verified copy of the seed beside the store, under the store's lock.
+    struct PreparedCopy: Sendable {
+        var lock: StoreLock
+        var directory: Directory
+        var installation: Installation
+        var temporary: String
+    }
+
+    private static func copyBeside(_ seed: Seed, launcher: Launcher) throws(ReseedError) -> PreparedCopy {
+        let locked = try launcher.lockStore(seed.manifest)
+        do {
+            let installation = Installation(launcher: launcher, seed: seed, directory: locked.directory, preferences: launcher.preferences)
+            _ = try during(.cleanUp, path: locked.directory.url.path) {
+                try locked.directory.removeTemporaryFiles(for: seed.manifest.storeFileName)
+            }
+            let temporary = Directory.temporaryName(for: seed.manifest.storeFileName)
+            try installation.copyAndVerify(into: temporary)
+            return PreparedCopy(lock: locked.lock, directory: locked.directory, installation: installation, temporary: temporary)
+        } catch {
+            locked.lock.release()
+            throw error
+        }
+    }
+
+    /// With every operation held back: close the pool, swap the files, reopen.
+    /// Before the rename, a failure reopens the old store; after it, the new one.
+    private func swapClosed(_ prepared: PreparedCopy) throws(ReseedError) {
+        let (pool, launcher) = state.withLock { ($0.pool, $0.launcher) }
+        let path = pool.path
+        try during(.checkStoreNotInUse, path: path) {
+            try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+            try pool.close()
+        }
+        var outcome = LaunchOutcome(
+            action: .installed, reason: .versionChanged, name: prepared.installation.manifest.name,
+            version: prepared.installation.manifest.version, previousVersion: nil, change: nil, storeURL: URL(fileURLWithPath: path))
+        do {
+            try prepared.installation.swap(in: prepared.temporary, storeState: .sqlite, outcome: &outcome)
+        } catch {
+            _ = try? prepared.directory.remove(prepared.temporary)
+            try reopen(path, launcher: launcher, version: nil)
+            throw error
+        }
+        let recorded = Result { () throws(ReseedError) in _ = try prepared.installation.recordVersion() }
+        try reopen(path, launcher: launcher, version: prepared.installation.manifest.version)
+        try recorded.get()
+    }
+
+    private func reopen(_ path: String, launcher: Launcher, version: String?) throws(ReseedError) {
+        let pool = try during(.open, path: path) { try DatabasePool(path: path, configuration: launcher.configuration.database) }
+        OpenStores.register(pool, path: path)
+        state.withLock { state in
+            state.pool = pool
+            if let version { state.version = version }
+        }
+    }
+}

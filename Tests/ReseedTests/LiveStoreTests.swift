@@ -1,0 +1,199 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+import Synchronization
+import Testing
+
+/// State the reader and writer tasks share.
+final class SharedCounters: Sendable {
+    let stop = Flag()
+    let reads = Counter()
+    let seen = VersionSet()
+
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func withLock<T: Sendable>(_ body: (inout sending Bool) -> sending T) -> T { value.withLock(body) }
+    }
+
+    final class Counter: Sendable {
+        private let value = Mutex(0)
+        func withLock<T: Sendable>(_ body: (inout sending Int) -> sending T) -> T { value.withLock(body) }
+    }
+
+    final class VersionSet: Sendable {
+        private let value = Mutex(Set<String>())
+        func withLock<T: Sendable>(_ body: (inout sending Set<String>) -> sending T) -> T { value.withLock(body) }
+    }
+}
+
+@Suite struct LiveStoreTests {
+    /// A seed of the `items` store with `rows` items and a `note` table apps write to.
+    func seed(_ version: String, rows: Int, in sandbox: LaunchSandbox, paddingBytes: Int = 0) throws -> Seed {
+        try SeedFixture(name: "items", version: version, sql: [
+            "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL)",
+            "CREATE TABLE note (id INTEGER PRIMARY KEY, text TEXT)",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows)) INSERT INTO item (label) SELECT '\(version)' FROM n",
+        ], paddingBytes: paddingBytes).build(in: sandbox.directory.appending("download-\(version)"))
+    }
+
+    func openStore(_ sandbox: LaunchSandbox, _ seed: Seed, observerTimeout: Duration = .seconds(2)) async throws -> LiveStore {
+        var configuration = LiveStore.Configuration()
+        configuration.observerTimeout = observerTimeout
+        return try await LiveStore(launcher: sandbox.launcher(seed), configuration: configuration)
+    }
+
+    @Test func readersAndAWriterNeverFailDuringTwentyReplaces() async throws {
+        let sandbox = try LaunchSandbox()
+        let versions = [("1.0.0", 3), ("1.0.1", 5), ("1.0.2", 8)]
+        let seeds = try versions.map { try seed($0.0, rows: $0.1, in: sandbox) }
+        let expectedRows = Dictionary(uniqueKeysWithValues: versions)
+        let store = try await openStore(sandbox, seeds[0])
+        let shared = SharedCounters()
+        let stop = shared.stop, reads = shared.reads, seen = shared.seen
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    while !stop.withLock({ $0 }) {
+                        // One read: the version marker and the row count must come from the same, complete store.
+                        let (version, count) = try await store.read { db in
+                            (try String.fetchOne(db, sql: "SELECT value FROM reseed_metadata WHERE key = 'version'") ?? "?",
+                             try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? -1)
+                        }
+                        #expect(expectedRows[version] == count, "version \(version) with \(count) rows")
+                        reads.withLock { $0 += 1 }
+                        seen.withLock { _ = $0.insert(version) }
+                    }
+                }
+            }
+            group.addTask {
+                var written = 0
+                while !stop.withLock({ $0 }) {
+                    written += 1
+                    let text = "note \(written)"
+                    try await store.write { try $0.execute(sql: "INSERT INTO note (text) VALUES (?)", arguments: [text]) }
+                }
+            }
+            var replaces = 0
+            for round in 1...21 {
+                let outcome = try await store.replace(with: seeds[round % seeds.count])
+                #expect(outcome.version == versions[round % seeds.count].0)
+                replaces += 1
+            }
+            stop.withLock { $0 = true }
+            try await group.waitForAll()
+            #expect(replaces == 21)
+        }
+        #expect(store.version == versions[21 % 3].0)
+        #expect(try sandbox.recordedVersion() == versions[21 % 3].0)
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == versions[21 % 3].1)
+        #expect(reads.withLock { $0 } > 21)
+        #expect(seen.withLock { $0 }.count == 3)
+    }
+
+    @Test func corruptDownloadLeavesTheOldStoreOpenAndSaysSo() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
+        let good = try seed("2.0.0", rows: 4, in: sandbox)
+        var bytes = try Data(contentsOf: good.fileURL)
+        bytes[bytes.count / 2] ^= 0x40
+        try bytes.write(to: good.fileURL)
+        let events = store.events()
+        await #expect(throws: ReseedError.self) { try await store.replace(with: good) }
+        var iterator = events.makeAsyncIterator()
+        var failure: ReseedError?
+        while let event = await iterator.next() {
+            if case .replaceFailed(let error) = event { failure = error; break }
+            if case .willReplace = event { Issue.record("observers were told to let go before the download was verified") }
+        }
+        #expect(failure?.code == .verificationFailed)
+        #expect(store.version == "1.0.0")
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3)
+        #expect(try sandbox.recordedVersion() == "1.0.0")
+        #expect(try sandbox.temporaryFiles().isEmpty)
+    }
+
+    @Test func observersSeeEventsInOrderAndReleaseBeforeTheSwap() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
+        let events = store.events()
+        let observer = Task {
+            var names: [String] = []
+            for await event in events {
+                switch event {
+                case .willReplace(let notice):
+                    names.append("willReplace \(notice.version)")
+                    // Still the old store while the notice is held.
+                    let version = try await store.read { try String.fetchOne($0, sql: "SELECT value FROM reseed_metadata WHERE key = 'version'") }
+                    names.append("still \(version ?? "?")")
+                    notice.release()
+                case .progress: if names.last != "progress" { names.append("progress") }
+                case .replaced(let version, let previous): names.append("replaced \(version) from \(previous ?? "-")")
+                case .replaceFailed(let error): names.append("failed \(error.code)")
+                case .switched(_, let version): names.append("switched \(version)")
+                }
+                if names.last?.hasPrefix("replaced") == true { return names }
+            }
+            return names
+        }
+        try await store.replace(with: try seed("2.0.0", rows: 4, in: sandbox, paddingBytes: 1 << 20))
+        #expect(try await observer.value == ["progress", "willReplace 2.0.0", "still 1.0.0", "replaced 2.0.0 from 1.0.0"])
+    }
+
+    @Test func anObserverThatNeverReleasesDelaysTheSwapOnlyUntilTheTimeout() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox), observerTimeout: .milliseconds(300))
+        let stubborn = store.events()
+        _ = stubborn   // subscribed, never iterated: it holds its notice forever
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await store.replace(with: try seed("2.0.0", rows: 4, in: sandbox))
+        let elapsed = clock.now - start
+        #expect(elapsed >= .milliseconds(300))
+        #expect(elapsed < .seconds(10))
+        #expect(store.version == "2.0.0")
+    }
+
+    @Test func blockedTimeDoesNotGrowWithTheSeedSize() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
+        let small = try seed("2.0.0", rows: 3, in: sandbox, paddingBytes: 10 << 20)
+        let large = try seed("3.0.0", rows: 3, in: sandbox, paddingBytes: 200 << 20)
+        var smallBlocked: [Duration] = []
+        var largeBlocked: [Duration] = []
+        for _ in 0..<3 {
+            smallBlocked.append(try await store.replace(with: small).blockedFor)
+            largeBlocked.append(try await store.replace(with: large).blockedFor)
+        }
+        let smallMedian = smallBlocked.sorted()[1]
+        let largeMedian = largeBlocked.sorted()[1]
+        print("blocked during replace: 10 MiB seed \(smallMedian), 200 MiB seed \(largeMedian) (medians of 3)")
+        // Generous: the swap itself is a close, a rename and an open whatever the size.
+        #expect(largeMedian < smallMedian * 5 + .milliseconds(50))
+    }
+
+    @Test func switchingBetweenAccountsAndTestDataKeepsEveryStore() async throws {
+        let sandbox = try LaunchSandbox()
+        let bundled = try seed("1.0.0", rows: 3, in: sandbox)
+        func location(_ name: String) -> Launcher {
+            Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.directory.appending("accounts/\(name)"))
+        }
+        let alice = location("alice"), bob = location("bob"), demo = location("demo")
+        let store = try await LiveStore(launcher: alice)
+        try await store.write { try $0.execute(sql: "INSERT INTO note (text) VALUES ('alice')") }
+        #expect(try await store.switchTo(bob).action == .installed)
+        try await store.write { try $0.execute(sql: "INSERT INTO note (text) VALUES ('bob')") }
+        try await store.switchTo(demo)
+        try await store.write { try $0.execute(sql: "INSERT INTO note (text) VALUES ('demo 1'), ('demo 2')") }
+        for (launcher, expected) in [(alice, ["alice"]), (bob, ["bob"]), (demo, ["demo 1", "demo 2"]), (alice, ["alice"])] {
+            let outcome = try await store.switchTo(launcher)
+            #expect(outcome.action == .upToDate)
+            #expect(try await store.read { try String.fetchAll($0, sql: "SELECT text FROM note ORDER BY id") } == expected)
+            #expect(store.storeURL.path == launcher.dataDirectory.appendingPathComponent("items.sqlite").path)
+        }
+        for launcher in [alice, bob, demo] {
+            #expect(try PreferencesFile(url: launcher.preferencesURL).recordedVersion(of: "items") == "1.0.0")
+        }
+    }
+}
