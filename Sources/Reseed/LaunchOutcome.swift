@@ -52,6 +52,10 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public var preferencesMovedAside: URL?
     /// Where an invalid store was kept (a second name of the old file) before the seed replaced it.
     public var storeKeptAside: URL?
+    /// The legacy store moved to the current location by this launch, if any.
+    public var adoptedFrom: URL?
+    /// Legacy stores left where they are because a store already exists at the current location.
+    public var legacyStoresLeftInPlace: [URL] = []
     /// Temporary files of an earlier, interrupted launch that this launch removed.
     public var removedLeftovers: [String]
     /// The verification the installed copy passed, when the seed was installed.

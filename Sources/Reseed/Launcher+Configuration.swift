@@ -26,9 +26,39 @@ extension Launcher {
         /// Where the launcher logs what it decides and does. Default: silent (a no-op handler);
         /// pass the app's logger to see the decisions.
         public var logger = Logger(label: "reseed") { _ in SwiftLogNoOpLogHandler() }
+        /// Earlier locations of the store, adopted once when the store is missing at the
+        /// current location (see ``LegacyStore``). Default none.
+        public var legacyStores: [LegacyStore] = []
         /// Called while a seed is copied with (bytes copied, total bytes). Default nil.
         public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
 
         public init() {}
+    }
+
+    /// Where an earlier release of the app kept the store: another folder, another file name.
+    ///
+    /// At launch, under the store's lock: when the store is missing at the current
+    /// location and present here, it is moved (with its WAL checkpointed into it, so
+    /// uncheckpointed rows survive) to the current location, and its recorded version
+    /// is carried over, so the usual version check then decides whether the bundled
+    /// seed replaces it. When both exist the current store wins and this one is left in
+    /// place and reported in ``LaunchOutcome/legacyStoresLeftInPlace``.
+    ///
+    /// ```swift
+    /// configuration.legacyStores = [LegacyStore(storeURL: documents.appending(path: "Triage.sqlite"))]
+    /// ```
+    public struct LegacyStore: Sendable, Hashable {
+        /// The old store file.
+        public var storeURL: URL
+        /// The preferences file that recorded its version. Default nil: `preferences.json` beside it.
+        public var preferencesURL: URL?
+        /// The store name its version was recorded under. Default nil: the seed's name.
+        public var recordedName: String?
+
+        public init(storeURL: URL, preferencesURL: URL? = nil, recordedName: String? = nil) {
+            self.storeURL = storeURL
+            self.preferencesURL = preferencesURL
+            self.recordedName = recordedName
+        }
     }
 }

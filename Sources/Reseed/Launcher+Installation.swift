@@ -26,6 +26,7 @@ struct Installation {
     enum StoreState { case missing, notSQLite, sqlite }
 
     func run(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
+        let adoption = try adoptLegacyStore()
         var contents = try preferences.read()
         var movedAside: URL?
         if case .corrupt(let why) = contents {
@@ -39,6 +40,8 @@ struct Installation {
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded,
             change: recorded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) },
             storeURL: URL(fileURLWithPath: storePath), preferencesMovedAside: movedAside)
+        outcome.adoptedFrom = adoption.adoptedFrom
+        outcome.legacyStoresLeftInPlace = adoption.leftInPlace
 
         if let forcedReason {
             return try install(&outcome, reason: forcedReason, storeState: state)

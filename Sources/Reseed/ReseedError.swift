@@ -42,7 +42,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
 
     /// The step of the work that failed, in the order the launcher takes them.
     public enum Step: String, Sendable, Hashable, CaseIterable {
-        case prepareDirectory, readManifest, lock, readPreferences, inspectStore, copy, verify
+        case prepareDirectory, readManifest, lock, adoptLegacyStore, readPreferences, inspectStore, copy, verify
         case checkStoreNotInUse, removeSidecars, replace, recordVersion, open, cleanUp
     }
 

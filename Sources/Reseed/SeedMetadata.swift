@@ -55,6 +55,15 @@ public struct SeedMetadata: Sendable, Hashable {
         return try queue.read { try read($0) }
     }
 
+    /// `PRAGMA quick_check` of the database file at `path`, opened read-only: "ok" when sound.
+    public static func quickCheck(path: String) throws -> String {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { try String.fetchAll($0, sql: "PRAGMA quick_check").joined(separator: "; ") }
+    }
+
     /// Creates the metadata tables and fills them; used when building a seed.
     public func write(_ db: Database) throws {
         try db.execute(sql: """

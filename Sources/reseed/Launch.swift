@@ -48,6 +48,10 @@ extension ReseedCommand {
         @Option(name: .customLong("busy-timeout"), help: ArgumentHelp("Seconds to wait for others to close the old store.", valueName: "seconds"))
         var busyTimeout: Double = 5
 
+        @Option(name: .customLong("legacy-store"), help: ArgumentHelp(
+            "An earlier location of the store, adopted when the store is missing (repeatable).", valueName: "file"))
+        var legacyStores: [String] = []
+
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
@@ -62,6 +66,7 @@ extension ReseedCommand {
                 configuration.busyTimeout = .milliseconds(Int64(busyTimeout * 1000))
                 configuration.preferencesURL = store.preferences.map(fileURL)
                 configuration.logger = logging.logger("reseed")
+                configuration.legacyStores = legacyStores.map { Launcher.LegacyStore(storeURL: fileURL($0)) }
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project), configuration: configuration)
                 let (database, outcome) = try launcher.launch()
                 try database.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
@@ -83,6 +88,8 @@ extension ReseedCommand {
                 ("preferencesMovedAside", .optional(outcome.preferencesMovedAside?.path)),
                 ("storeKeptAside", .optional(outcome.storeKeptAside?.path)),
                 ("removedLeftovers", .array(outcome.removedLeftovers.map { .string($0) })),
+                ("adoptedFrom", .optional(outcome.adoptedFrom?.path)),
+                ("legacyStoresLeftInPlace", .array(outcome.legacyStoresLeftInPlace.map { .string($0.path) })),
             ]).render(indent: nil)
         }
 
@@ -103,6 +110,8 @@ extension ReseedCommand {
             text += " at \(outcome.storeURL.path)."
             if let aside = outcome.preferencesMovedAside { text += " The corrupt preferences file was kept at \(aside.path)." }
             if let aside = outcome.storeKeptAside { text += " The unusable old store was kept at \(aside.path)." }
+            if let legacy = outcome.adoptedFrom { text += " The store was adopted from \(legacy.path)." }
+            for legacy in outcome.legacyStoresLeftInPlace { text += " A legacy store was left in place at \(legacy.path)." }
             return text
         }
     }

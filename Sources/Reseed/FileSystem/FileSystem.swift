@@ -147,6 +147,18 @@ package final class Directory: Sendable {
         try fileSystem.perform(.rename, path(to)) { () throws(Errno) in try Syscalls.renameat(fd, from, fd, to) }
     }
 
+    /// Moves `name` into `other` (same filesystem) as `newName`, without replacing an existing file there.
+    package func move(_ name: String, to other: Directory, as newName: String) throws {
+        try fileSystem.perform(.rename, other.path(newName)) { () throws(Errno) in
+            try Syscalls.renameNoReplace(fd, name, other.fd, newName)
+        }
+    }
+
+    /// The device this directory is on (moves within one device are renames).
+    package func device() throws(FileSystemFailure) -> UInt64 {
+        try fileSystem.reading("fstat", url.path) { () throws(Errno) in UInt64(try Syscalls.fstat(fd).st_dev) }
+    }
+
     /// Renames `from` to `to`, failing with `EEXIST` rather than replacing an existing `to`.
     package func renameNoReplace(_ from: String, to: String) throws {
         try fileSystem.perform(.rename, path(to)) { () throws(Errno) in try Syscalls.renameNoReplace(fd, from, fd, to) }

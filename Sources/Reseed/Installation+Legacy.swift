@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import SystemPackage
+
+extension Installation {
+    /// What legacy adoption did.
+    struct Adoption {
+        var adoptedFrom: URL?
+        var leftInPlace: [URL] = []
+    }
+
+    /// Moves a legacy store to the current location when the store is missing here; see ``Launcher/LegacyStore``.
+    ///
+    /// Order, for crashes: the legacy store is first checkpointed and switched out of
+    /// WAL in place (a single, complete file that nobody has open); its version is
+    /// recorded here; then it is renamed (or, across filesystems, copied, fsynced,
+    /// checked and renamed) into place, and only then are the legacy files removed.
+    /// A crash leaves it usable at one location or both; with both, the current wins.
+    func adoptLegacyStore() throws(ReseedError) -> Adoption {
+        let candidates = configuration.legacyStores.filter { legacy in
+            legacy.storeURL.standardizedFileURL.path != storePath
+                && FileManager.default.fileExists(atPath: legacy.storeURL.path)
+        }
+        guard !candidates.isEmpty else { return Adoption() }
+        if try during(.inspectStore, path: storePath, { try directory.status(storeName) }) != nil {
+            logger.notice("a legacy store exists but the current one wins", metadata: ["legacy": "\(candidates.map(\.storeURL.path))"])
+            return Adoption(leftInPlace: candidates.map(\.storeURL))
+        }
+        let legacy = candidates[0]
+        let legacyPath = legacy.storeURL.path
+        let legacyName = legacy.storeURL.lastPathComponent
+        let (legacyDirectory, sameDevice) = try during(.adoptLegacyStore, path: legacyPath) {
+            let legacyDirectory = try directory.fileSystem.openDirectory(legacy.storeURL.deletingLastPathComponent(), create: false)
+            return (legacyDirectory, try legacyDirectory.device() == directory.device())
+        }
+        // Across filesystems the store is read through a descriptor of ours. Closing any descriptor
+        // of a file drops this process's POSIX locks on it, the guard's among them: so it is opened
+        // before the guard and closed after it (defers run last-declared first).
+        let source: Int32? = sameDevice ? nil : try during(.adoptLegacyStore, path: legacyPath) {
+            try directory.fileSystem.reading("open", legacyPath) { () throws(Errno) in try Syscalls.openat(AT_FDCWD, legacyPath, O_RDONLY) }
+        }
+        defer { if let source { try? Syscalls.close(source) } }
+        let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
+        let held: StoreGuard
+        switch try StoreGuard.acquire(path: legacyPath, deadline: deadline) {
+        case .guarded(let storeGuard):
+            held = storeGuard
+        case .notADatabase(let why):
+            logger.warning("legacy store is not a usable database; left in place", metadata: ["legacy": "\(legacyPath)", "reason": "\(why)"])
+            return Adoption(leftInPlace: candidates.map(\.storeURL))
+        case .busy(let why):
+            throw ReseedError(.storeBusy, step: .adoptLegacyStore, path: legacyPath,
+                              message: "the legacy store is open elsewhere (\(why)); waited \(configuration.busyTimeout)")
+        }
+        defer { held.release() }
+
+        let legacyPreferences = PreferencesFile(
+            url: legacy.preferencesURL ?? legacy.storeURL.deletingLastPathComponent().appendingPathComponent(PreferencesFile.defaultFileName),
+            fileSystem: directory.fileSystem)
+        if let version = try? legacyPreferences.recordedVersion(of: legacy.recordedName ?? manifest.name) {
+            _ = try preferences.record(version: version, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+        }
+        try during(.adoptLegacyStore, path: legacyPath) {
+            if let source {
+                try copyAcross(from: source, path: legacyPath)
+            } else {
+                try legacyDirectory.move(legacyName, to: directory, as: storeName)
+                try directory.sync()
+            }
+            for suffix in ["", "-wal", "-shm", "-journal"] { try legacyDirectory.remove(legacyName + suffix) }
+            try legacyDirectory.sync()
+        }
+        logger.notice("adopted the legacy store", metadata: ["from": "\(legacyPath)", "to": "\(storePath)"])
+        return Adoption(adoptedFrom: legacy.storeURL, leftInPlace: candidates.dropFirst().map(\.storeURL))
+    }
+
+    /// Copies a store from another filesystem beside the store, fsyncs it, checks SQLite reads it whole, renames it in.
+    private func copyAcross(from source: Int32, path sourcePath: String) throws {
+        let temporary = Directory.temporaryName(for: storeName)
+        let destination = try directory.createExclusive(temporary)
+        do {
+            _ = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
+                try FileCopier(hashing: false).copy(from: source, to: destination)
+            }
+            try directory.sync(destination, name: temporary)
+            try Syscalls.close(destination)
+            let check = try SeedMetadata.quickCheck(path: directory.path(temporary))
+            guard check == "ok" else {
+                throw ReseedError(.verificationFailed, step: .adoptLegacyStore, path: sourcePath, message: "the copy of the legacy store fails quick_check: \(check)")
+            }
+            try directory.rename(temporary, to: storeName)
+            try directory.sync()
+        } catch {
+            try? Syscalls.close(destination)
+            _ = try? directory.remove(temporary)
+            throw error
+        }
+    }
+}
