@@ -69,12 +69,16 @@ extension LiveStore {
         let clock = ContinuousClock()
         let blockedSince = clock.now
         await gate.enterExclusive()
-        let swapped = await offload { () -> Result<Void, ReseedError> in
+        let swapped = await offload { () -> Result<String?, ReseedError> in
             Result { () throws(ReseedError) in try self.swapClosed(prepared) }
         }
         await gate.exitExclusive()
         let blockedFor = clock.now - blockedSince
-        try swapped.get()
+        let retired = try swapped.get()
+        if let retired {
+            // Freeing the old file's blocks takes time in proportion to its size: do it after access resumed.
+            await offload { _ = try? prepared.directory.remove(retired) }
+        }
         emit(.replaced(version: seed.manifest.version, previousVersion: previous))
         logger.info("replaced the live store", metadata: ["version": "\(seed.manifest.version)", "blocked": "\(blockedFor)"])
         return ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
@@ -106,7 +110,10 @@ extension LiveStore {
 
     /// With every operation held back: close the pool, swap the files, reopen.
     /// Before the rename, a failure reopens the old store; after it, the new one.
-    private func swapClosed(_ prepared: PreparedCopy) throws(ReseedError) {
+    ///
+    /// - Returns: a second name of the old store file (a temp name, so a crash leaves it to the
+    ///   next launch's clean-up), for the caller to remove once access has resumed.
+    private func swapClosed(_ prepared: PreparedCopy) throws(ReseedError) -> String? {
         let (pool, launcher) = state.withLock { ($0.pool, $0.launcher) }
         let path = pool.path
         try during(.checkStoreNotInUse, path: path) {
@@ -116,16 +123,24 @@ extension LiveStore {
         var outcome = LaunchOutcome(
             action: .installed, reason: .versionChanged, name: prepared.installation.manifest.name,
             version: prepared.installation.manifest.version, previousVersion: nil, change: nil, storeURL: URL(fileURLWithPath: path))
+        let storeName = prepared.installation.storeName
+        var retired: String? = Directory.temporaryName(for: storeName)
+        if let name = retired, (try? prepared.directory.link(storeName, to: name)) == nil { retired = nil }
         do {
             try prepared.installation.swap(in: prepared.temporary, storeState: .sqlite, outcome: &outcome)
         } catch {
             _ = try? prepared.directory.remove(prepared.temporary)
+            if let retired { _ = try? prepared.directory.remove(retired) }
             try reopen(path, launcher: launcher, version: nil)
             throw error
         }
         let recorded = Result { () throws(ReseedError) in _ = try prepared.installation.recordVersion() }
         try reopen(path, launcher: launcher, version: prepared.installation.manifest.version)
-        try recorded.get()
+        if case .failure(let error) = recorded {
+            if let retired { _ = try? prepared.directory.remove(retired) }
+            throw error
+        }
+        return retired
     }
 
     private func reopen(_ path: String, launcher: Launcher, version: String?) throws(ReseedError) {
