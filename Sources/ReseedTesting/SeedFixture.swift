@@ -28,6 +28,20 @@ public struct SeedFixture: Sendable {
         self.paddingBytes = paddingBytes
     }
 
+    /// This fixture with rows added to `table` by a JSON step (keys are columns; values are
+    /// strings, numbers, booleans or `NSNull()`).
+    ///
+    /// ```swift
+    /// let fixture = SeedFixture(name: "triage", version: "1.0.0", sql: ["CREATE TABLE level (id INTEGER PRIMARY KEY, name TEXT)"])
+    ///     .adding(rows: [["id": 1, "name": "Immediate"], ["id": 2, "name": "Urgent"]], to: "level")
+    /// ```
+    public func adding(rows: [[String: any Sendable]], to table: String) throws -> SeedFixture {
+        let json = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
+        var copy = self
+        copy.files.append((name: String(format: "%04d_%@.json", files.count + 2, table), content: String(decoding: json, as: UTF8.self)))
+        return copy
+    }
+
     /// Writes the steps to `folder/Migrations`, builds into `folder`, and returns the seed.
     ///
     /// - Throws: ``PackagingError`` when the SQL or the data do not build.
