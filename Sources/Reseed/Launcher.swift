@@ -98,6 +98,18 @@ public struct Launcher: Sendable {
             .run(forcing: forcedReason)
     }
 
+    /// Removes, under the store's lock, temporary files an interrupted install or live replacement left.
+    ///
+    /// A launch that installs does this itself; the up-to-date path does not look, so a
+    /// ``LiveStore`` (whose replacements can be interrupted while the version stays) calls it on opening.
+    func removeLeftovers(ofStore name: String) throws(ReseedError) -> [String] {
+        let locked = try lockStore(named: name)
+        defer { locked.lock.release() }
+        return try during(.cleanUp, path: locked.directory.url.path) {
+            try locked.directory.removeTemporaryFiles(for: name + ".sqlite")
+        }
+    }
+
     /// The preferences file, through this launcher's file-system seam.
     var preferences: PreferencesFile { PreferencesFile(url: preferencesURL, fileSystem: fileSystem) }
 
@@ -105,16 +117,21 @@ public struct Launcher: Sendable {
     ///
     /// - Throws: ``ReseedError/Code/lockTimeout`` when another holder keeps it past ``Configuration/lockTimeout``.
     func lockStore(_ manifest: SeedManifest) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
+        try lockStore(named: manifest.name)
+    }
+
+    /// Step 1 for the store called `name`.
+    func lockStore(named name: String) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
         let directory = try during(.prepareDirectory, path: dataDirectory.path) {
             try fileSystem.openDirectory(dataDirectory, create: true)
         }
-        let lockName = ".\(manifest.storeFileName).reseed-lock"
+        let lockName = ".\(name).sqlite.reseed-lock"
         let lock = try during(.lock, path: directory.path(lockName)) {
             try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout)
         }
         guard let lock else {
             throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
-                              message: "another launcher holds the store '\(manifest.name)' (waited \(configuration.lockTimeout))")
+                              message: "another launcher holds the store '\(name)' (waited \(configuration.lockTimeout))")
         }
         return (directory, lock)
     }

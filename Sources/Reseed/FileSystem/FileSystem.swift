@@ -19,6 +19,11 @@ package struct FileAction: Sendable, Hashable, CustomStringConvertible {
     /// The file or directory acted on (the destination, for rename and link).
     package var path: String
 
+    package init(kind: Kind, path: String) {
+        self.kind = kind
+        self.path = path
+    }
+
     package var description: String { "\(kind.rawValue) \(path)" }
 }
 
@@ -35,6 +40,12 @@ package struct FileSystemFailure: Error, Sendable {
     package var operation: String
     package var path: String
     package var errno: Errno
+
+    package init(operation: String, path: String, errno: Errno) {
+        self.operation = operation
+        self.path = path
+        self.errno = errno
+    }
 }
 
 /// The file-system layer: every durability-critical action on the user's files goes through here.

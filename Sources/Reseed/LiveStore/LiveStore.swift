@@ -44,7 +44,11 @@ public final class LiveStore: Sendable {
     ///
     /// - Throws: ``ReseedError`` as ``Launcher/launch()`` does.
     public init(launcher: Launcher, configuration: Configuration = Configuration()) async throws(ReseedError) {
-        let (pool, outcome) = try await offload { () throws(ReseedError) in try launcher.launch() }
+        let (pool, outcome) = try await offload { () throws(ReseedError) in
+            var (pool, outcome) = try launcher.launch()
+            outcome.removedLeftovers += try launcher.removeLeftovers(ofStore: outcome.name)
+            return (pool, outcome)
+        }
         self.state = Mutex(State(launcher: launcher, pool: pool, name: outcome.name, version: outcome.version))
         self.configuration = configuration
         self.outcome = outcome
