@@ -7,7 +7,7 @@ import Testing
 /// SIGKILL a real `reseed launch` at many moments of an install; each time the
 /// next launch must find the old store with the old version, or the new store.
 @Suite struct KillDuringInstallTests {
-    static let kills = 24
+    static let kills = 50
 
     @Test func storeSurvivesSIGKILLAtAnyMomentOfAnUpgrade() throws {
         let sandbox = try TemporaryDirectory(prefix: "reseed-kill")
