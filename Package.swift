@@ -55,6 +55,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // In-process benchmark figures; run through Benchmarks/run (release build).
+        .executableTarget(
+            name: "ReseedBenchmarks",
+            dependencies: ["Reseed", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Benchmarks/ReseedBenchmarks"),
         .testTarget(
             name: "ReseedTests",
             dependencies: ["Reseed", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -161,6 +161,6 @@ extension Installation {
         let name = "\(storeName).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
         try during(.replace, path: storePath) { try directory.link(storeName, to: name) }
         logger.warning("kept the unusable store aside", metadata: ["at": "\(directory.path(name))"])
-        return URL(fileURLWithPath: directory.path(name))
+        return URL(fileURLWithPath: directory.path(name), isDirectory: false)
     }
 }

@@ -62,7 +62,7 @@ extension Installation {
         defer { held.release() }
 
         let legacyPreferences = PreferencesFile(
-            url: legacy.preferencesURL ?? legacy.storeURL.deletingLastPathComponent().appendingPathComponent(PreferencesFile.defaultFileName),
+            url: legacy.preferencesURL ?? legacy.storeURL.deletingLastPathComponent().appendingPathComponent(PreferencesFile.defaultFileName, isDirectory: false),
             fileSystem: directory.fileSystem)
         if let version = try? legacyPreferences.recordedVersion(of: legacy.recordedName ?? manifest.name) {
             _ = try preferences.record(version: version, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)

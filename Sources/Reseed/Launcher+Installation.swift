@@ -39,7 +39,7 @@ struct Installation {
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded,
             change: recorded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) },
-            storeURL: URL(fileURLWithPath: storePath), preferencesMovedAside: movedAside)
+            storeURL: URL(fileURLWithPath: storePath, isDirectory: false), preferencesMovedAside: movedAside)
         outcome.adoptedFrom = adoption.adoptedFrom
         outcome.legacyStoresLeftInPlace = adoption.leftInPlace
 

@@ -43,7 +43,7 @@ public struct Launcher: Sendable {
 
     /// The preferences file in use: ``Configuration/preferencesURL`` or `<data-dir>/preferences.json`.
     public var preferencesURL: URL {
-        configuration.preferencesURL ?? dataDirectory.appendingPathComponent(PreferencesFile.defaultFileName)
+        configuration.preferencesURL ?? dataDirectory.appendingPathComponent(PreferencesFile.defaultFileName, isDirectory: false)
     }
 
     /// Brings the store up to date and opens it as a GRDB `DatabasePool`.
@@ -68,11 +68,11 @@ public struct Launcher: Sendable {
     public func launch<Store>(opening open: (URL) throws -> Store) throws(ReseedError) -> (Store, LaunchOutcome) {
         let outcome = try prepare()
         do {
-            return (try open(outcome.storeURL), outcome)
+            return (try openWaiting(outcome.storeURL, open), outcome)
         } catch let error as DatabaseError where outcome.action != .installed && Self.isUnusable(error) {
             configuration.logger.warning("store did not open; installing the seed again", metadata: ["error": "\(error)"])
             let repaired = try prepare(forcing: .storeInvalid)
-            return (try during(.open, path: repaired.storeURL.path) { try open(repaired.storeURL) }, repaired)
+            return (try during(.open, path: repaired.storeURL.path) { try openWaiting(repaired.storeURL, open) }, repaired)
         } catch {
             throw ReseedError.wrapping(error, step: .open, path: outcome.storeURL.path)
         }
@@ -84,6 +84,20 @@ public struct Launcher: Sendable {
     /// - Throws: ``ReseedError``.
     public func prepare() throws(ReseedError) -> LaunchOutcome {
         try prepare(forcing: nil)
+    }
+
+    /// Opens the store, retrying while another process holds it locked for a moment (the first
+    /// opening of a store switches it to WAL, which takes an exclusive lock), up to the busy timeout.
+    func openWaiting<Store>(_ url: URL, _ open: (URL) throws -> Store) throws -> Store {
+        let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
+        while true {
+            do {
+                return try open(url)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                if ContinuousClock.now >= deadline { throw error }
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
     }
 
     private static func isUnusable(_ error: DatabaseError) -> Bool {

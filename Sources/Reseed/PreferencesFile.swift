@@ -134,7 +134,7 @@ public struct PreferencesFile: Sendable {
             do {
                 try directory.renameNoReplace(fileName, to: asideName)
                 try directory.sync()
-                let aside = directory.url.appendingPathComponent(asideName)
+                let aside = directory.url.appendingPathComponent(asideName, isDirectory: false)
                 logger.warning("preferences file was not a JSON object; moved aside", metadata: ["from": "\(url.path)", "to": "\(aside.path)"])
                 return aside
             } catch let failure as FileSystemFailure where failure.errno == .fileExists {

@@ -12,7 +12,7 @@ public struct Seed: Sendable, Hashable {
     /// The manifest's content.
     public var manifest: SeedManifest
     /// The seed database: the manifest's `file`, in the manifest's folder.
-    public var fileURL: URL { manifestURL.deletingLastPathComponent().appendingPathComponent(manifest.file) }
+    public var fileURL: URL { manifestURL.deletingLastPathComponent().appendingPathComponent(manifest.file, isDirectory: false) }
 
     /// Reads the seed at `url`: a manifest file, or a folder holding exactly one `*.manifest.json`.
     ///
@@ -35,7 +35,7 @@ public struct Seed: Sendable, Hashable {
                         ? "folder holds no *\(SeedManifest.fileSuffix)"
                         : "folder holds \(manifests.count) manifests (\(manifests.joined(separator: ", "))); name one")
             }
-            manifestURL = url.appendingPathComponent(manifests[0])
+            manifestURL = url.appendingPathComponent(manifests[0], isDirectory: false)
         } else {
             manifestURL = url
         }

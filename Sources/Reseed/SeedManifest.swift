@@ -167,7 +167,10 @@ extension SeedManifest {
     /// A store name usable as a file name on every platform.
     public static func isValidStoreName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 128 && !name.hasPrefix(".")
-            && name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }
+            && name.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
     }
 
     /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.

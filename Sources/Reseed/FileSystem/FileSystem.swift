@@ -85,11 +85,15 @@ package struct FileSystem: Sendable {
     /// Opens a directory, creating it (and its parents, mode 0755) when `create` is true.
     package func openDirectory(_ url: URL, create: Bool) throws -> Directory {
         let path = url.path
-        if create { try createDirectories(path) }
-        let fd = try reading("open", path) { () throws(Errno) in
-            try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY)
+        let open = { () throws(Errno) in try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY) }
+        do {
+            return Directory(fileSystem: self, url: url, fd: try open())
+        } catch where create && error == .noSuchFileOrDirectory {
+            try createDirectories(path)
+            return Directory(fileSystem: self, url: url, fd: try reading("open", path, open))
+        } catch {
+            throw FileSystemFailure(operation: "open", path: path, errno: error)
         }
-        return Directory(fileSystem: self, url: url, fd: fd)
     }
 
     private func createDirectories(_ path: String) throws {
@@ -113,15 +117,21 @@ package final class Directory: Sendable {
     package let url: URL
     package let fd: Int32
 
+    /// The directory's path with a final "/", so a name's path is one concatenation
+    /// (`URL.appendingPathComponent` asks the file system whether the name is a folder).
+    private let basePath: String
+
     init(fileSystem: FileSystem, url: URL, fd: Int32) {
         self.fileSystem = fileSystem
         self.url = url
         self.fd = fd
+        let path = url.path
+        self.basePath = path.hasSuffix("/") ? path : path + "/"
     }
 
     deinit { try? Syscalls.close(fd) }
 
-    package func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    package func path(_ name: String) -> String { basePath + name }
 
     /// Creates `name` exclusively (`O_EXCL`, never following a link), mode 0644 less the umask.
     package func createExclusive(_ name: String) throws -> Int32 {

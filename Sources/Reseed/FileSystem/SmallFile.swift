@@ -29,10 +29,16 @@ func readSmallFileIfPresent(
             throw ReseedError(.io, step: step, path: path, errno: .isDirectory, message: "not a regular file")
         }
         guard Int64(info.st_size) <= Int64(limit) else { throw tooLarge(Int64(info.st_size)) }
-        // Read one byte past the limit so a file that grew since fstat is caught too.
-        let bytes = try Syscalls.pread(fd, count: limit + 1, at: 0)
-        guard bytes.count <= limit else { throw tooLarge(Int64(bytes.count)) }
-        return bytes
+        // Read to the end of the file, whatever fstat said (it may have grown), never past the limit.
+        var bytes: [UInt8] = []
+        var chunk = Int(info.st_size) + 1
+        while true {
+            let part = try Syscalls.pread(fd, count: chunk, at: Int64(bytes.count))
+            bytes += part
+            guard bytes.count <= limit else { throw tooLarge(Int64(bytes.count)) }
+            if part.count < chunk { return bytes }
+            chunk = min(max(chunk, 4096) * 2, limit + 1 - bytes.count)
+        }
     } catch let error as Errno {
         throw ReseedError(.io, step: step, path: path, errno: error, message: "cannot read")
     } catch let error as ReseedError {

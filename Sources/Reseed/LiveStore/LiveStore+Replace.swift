@@ -122,7 +122,7 @@ extension LiveStore {
         }
         var outcome = LaunchOutcome(
             action: .installed, reason: .versionChanged, name: prepared.installation.manifest.name,
-            version: prepared.installation.manifest.version, previousVersion: nil, change: nil, storeURL: URL(fileURLWithPath: path))
+            version: prepared.installation.manifest.version, previousVersion: nil, change: nil, storeURL: URL(fileURLWithPath: path, isDirectory: false))
         let storeName = prepared.installation.storeName
         var retired: String? = Directory.temporaryName(for: storeName)
         if let name = retired, (try? prepared.directory.link(storeName, to: name)) == nil { retired = nil }
@@ -144,7 +144,9 @@ extension LiveStore {
     }
 
     private func reopen(_ path: String, launcher: Launcher, version: String?) throws(ReseedError) {
-        let pool = try during(.open, path: path) { try DatabasePool(path: path, configuration: launcher.configuration.database) }
+        let pool = try during(.open, path: path) {
+            try launcher.openWaiting(URL(fileURLWithPath: path, isDirectory: false)) { try DatabasePool(path: $0.path, configuration: launcher.configuration.database) }
+        }
         OpenStores.register(pool, path: path)
         state.withLock { state in
             state.pool = pool

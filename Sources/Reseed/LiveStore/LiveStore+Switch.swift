@@ -44,7 +44,9 @@ extension LiveStore {
 
     /// Opens the other store first, so a failure leaves the current one open; then closes the current one.
     private func closeAndOpen(_ path: String, with launcher: Launcher) throws(ReseedError) -> DatabasePool {
-        let pool = try during(.open, path: path) { try DatabasePool(path: path, configuration: launcher.configuration.database) }
+        let pool = try during(.open, path: path) {
+            try launcher.openWaiting(URL(fileURLWithPath: path, isDirectory: false)) { try DatabasePool(path: $0.path, configuration: launcher.configuration.database) }
+        }
         OpenStores.register(pool, path: path)
         let old = state.withLock { $0.pool }
         try during(.open, path: old.path) {

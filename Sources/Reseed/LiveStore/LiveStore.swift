@@ -62,7 +62,7 @@ public final class LiveStore: Sendable {
     /// The seed version the open store holds.
     public var version: String { state.withLock { $0.version } }
     /// The open store's file.
-    public var storeURL: URL { state.withLock { URL(fileURLWithPath: $0.pool.path) } }
+    public var storeURL: URL { state.withLock { URL(fileURLWithPath: $0.pool.path, isDirectory: false) } }
 
     /// Runs a read-only access on the current store.
     ///

@@ -1,0 +1,141 @@
+// In-process figures for Benchmarks/run; each prints one line of JSON with our figure and its
+// reference, both measured here, in this process, interleaved so drift hits both alike.
+//
+//   ReseedBenchmarks uptodate SEED DATA_DIR ITERATIONS
+//   ReseedBenchmarks blocked SMALL_SEED LARGE_SEED DATA_DIR ROUNDS
+//   ReseedBenchmarks install SEED WORK_DIR size|checksum ROUNDS
+import Foundation
+import GRDB
+import Reseed
+
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+}
+
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let clock = ContinuousClock()
+    let start = clock.now
+    try body()
+    return seconds(clock.now - start)
+}
+
+func readOneRow(_ database: some DatabaseReader) throws {
+    _ = try database.read { try Row.fetchOne($0, sql: "SELECT * FROM sqlite_master LIMIT 1") }
+}
+
+/// Figure 1 and 2: launch when up to date (our whole startup call, then one row) versus a bare
+/// GRDB DatabasePool open of the same store and one row.
+func upToDate(seed: URL, dataDirectory: URL, iterations: Int) throws {
+    let launcher = Launcher(seed: seed, dataDirectory: dataDirectory)
+    let (first, _) = try launcher.launch()
+    try first.close()
+    let storePath = dataDirectory.appendingPathComponent(try Seed(at: seed).manifest.storeFileName).path
+    var ours: [Double] = []
+    var bare: [Double] = []
+    for _ in 0..<iterations {
+        ours.append(try time {
+            let (pool, outcome) = try launcher.launch()
+            precondition(outcome.action == .upToDate)
+            try readOneRow(pool)
+            try pool.close()
+        })
+        bare.append(try time {
+            let pool = try DatabasePool(path: storePath)
+            try readOneRow(pool)
+            try pool.close()
+        })
+    }
+    print("{\"ours\": \(median(ours)), \"reference\": \(median(bare)), \"iterations\": \(iterations)}")
+}
+
+/// Figure 6: time access is held during a live replace, small seed versus large, and a bare
+/// close + reopen of the pool.
+func blocked(small: URL, large: URL, dataDirectory: URL, rounds: Int) async throws {
+    let smallSeed = try Seed(at: small)
+    let largeSeed = try Seed(at: large)
+    let store = try await LiveStore(launcher: Launcher(seed: small, dataDirectory: dataDirectory))
+    var smallBlocked: [Double] = []
+    var largeBlocked: [Double] = []
+    for _ in 0..<rounds {
+        largeBlocked.append(seconds(try await store.replace(with: largeSeed).blockedFor))
+        smallBlocked.append(seconds(try await store.replace(with: smallSeed).blockedFor))
+    }
+    let path = store.storeURL.path
+    var reopen: [Double] = []
+    for _ in 0..<rounds {
+        let pool = try DatabasePool(path: path)
+        try readOneRow(pool)
+        reopen.append(try time {
+            try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+            try pool.close()
+            let again = try DatabasePool(path: path)
+            try readOneRow(again)
+            try again.close()
+        })
+    }
+    print("{\"small\": \(median(smallBlocked)), \"large\": \(median(largeBlocked)), \"reopen\": \(median(reopen)), \"rounds\": \(rounds)}")
+}
+
+/// Runs a shell command line (the reference tools), failing loudly.
+func shell(_ command: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "failed: \(command)"]) }
+}
+
+/// Figures 3, 4 and 8: a fresh, durable install of SEED (our launcher, in process) versus
+/// `cp SEED DEST && sync DEST` (size) or `openssl dgst -sha256 SEED` (checksum).
+func install(seed: URL, work: URL, verification: Verification, rounds: Int) throws {
+    let manifest = try Seed(at: seed).manifest
+    var configuration = Launcher.Configuration()
+    configuration.verification = verification
+    var ours: [Double] = []
+    var reference: [Double] = []
+    let seedFile = try Seed(at: seed).fileURL.path
+    for round in 0..<rounds {
+        let data = work.appendingPathComponent("install-\(round)")
+        ours.append(try time {
+            let outcome = try Launcher(seed: seed, dataDirectory: data, configuration: configuration).prepare()
+            precondition(outcome.action == .installed && outcome.version == manifest.version)
+        })
+        try FileManager.default.removeItem(at: data)
+        let copy = work.appendingPathComponent("cp-\(round)").path
+        let command = verification == .size
+            ? "cp '\(seedFile)' '\(copy)' && sync '\(copy)'"
+            : "openssl dgst -sha256 '\(seedFile)' > /dev/null"
+        reference.append(try time { try shell(command) })
+        try? FileManager.default.removeItem(atPath: copy)
+    }
+    print("{\"ours\": \(median(ours)), \"reference\": \(median(reference)), \"bytes\": \(manifest.size), \"rounds\": \(rounds)}")
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+do {
+    switch arguments.first {
+    case "uptodate" where arguments.count == 4:
+        let values = Array(arguments)
+        try upToDate(seed: URL(fileURLWithPath: values[1]), dataDirectory: URL(fileURLWithPath: values[2]), iterations: Int(values[3]) ?? 1000)
+    case "blocked" where arguments.count == 5:
+        let values = Array(arguments)
+        try await blocked(small: URL(fileURLWithPath: values[1]), large: URL(fileURLWithPath: values[2]),
+                          dataDirectory: URL(fileURLWithPath: values[3]), rounds: Int(values[4]) ?? 5)
+    case "install" where arguments.count == 5:
+        let values = Array(arguments)
+        try install(seed: URL(fileURLWithPath: values[1]), work: URL(fileURLWithPath: values[2]),
+                    verification: Verification(rawValue: values[3]) ?? .size, rounds: Int(values[4]) ?? 3)
+    default:
+        FileHandle.standardError.write(Data("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | blocked SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS\n".utf8))
+        exit(2)
+    }
+} catch {
+    FileHandle.standardError.write(Data("ReseedBenchmarks: \(error)\n".utf8))
+    exit(1)
+}
