@@ -131,7 +131,7 @@ extension Installation {
         var invalid = storeState == .notSQLite
         if storeState == .sqlite {
             let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
-            switch try StoreGuard.acquire(path: storePath, deadline: deadline) {
+            switch try StoreGuard.acquire(path: storePath, for: .replace, deadline: deadline) {
             case .guarded(let held):
                 storeGuard = held
             case .notADatabase(let why):

@@ -49,7 +49,7 @@ extension Installation {
         defer { if let source { try? Syscalls.close(source) } }
         let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
         let held: StoreGuard
-        switch try StoreGuard.acquire(path: legacyPath, deadline: deadline) {
+        switch try StoreGuard.acquire(path: legacyPath, for: .move, deadline: deadline) {
         case .guarded(let storeGuard):
             held = storeGuard
         case .notADatabase(let why):

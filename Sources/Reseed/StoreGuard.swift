@@ -4,13 +4,22 @@ import GRDBSQLite
 /// Proves that no other connection, in this process or another, has a store open,
 /// and keeps it that way until the store file has been replaced.
 ///
-/// SQLite's own locks tell: a connection in WAL mode holds a shared lock on the
-/// database file for as long as it is open, so switching the store out of WAL
-/// (`PRAGMA journal_mode=DELETE`) fails while anyone else has it open; then
-/// `BEGIN EXCLUSIVE` in exclusive locking mode fails while any rollback-mode
-/// connection reads, and once it succeeds shuts every newcomer out. The switch
-/// also checkpoints the old WAL into the old file, which is about to be
-/// replaced, so none of its rows can reach the new store.
+/// SQLite's own locks tell. In exclusive locking mode, `BEGIN EXCLUSIVE` takes an
+/// exclusive lock on the database file itself: in WAL mode every open connection
+/// holds a shared lock on that file for as long as it is open, so this fails while
+/// anyone else has the store open, even idle; in rollback mode it fails while anyone
+/// reads. Once it succeeds it shuts every newcomer out.
+///
+/// Two ways, for two uses:
+/// - ``Purpose/replace``: the store is about to be replaced, its content does not
+///   matter. The WAL is left as it is (the caller removes the sidecars), and the
+///   connection is set to never delete the WAL file by name when it closes
+///   (`SQLITE_FCNTL_PERSIST_WAL`; in exclusive mode it uses no `-shm` either): it
+///   closes after the new store has been renamed in, whose sidecars it must not touch.
+/// - ``Purpose/move``: the store keeps its content at another path (a legacy store).
+///   It is switched out of WAL first (`PRAGMA journal_mode=DELETE`, which checkpoints
+///   the WAL into the file and fails while anyone else has it open): the file alone
+///   then holds every committed row.
 ///
 /// A rollback-mode connection that is idle holds no lock and cannot be seen;
 /// stores opened by Reseed (a `DatabasePool`) are always in WAL mode.
@@ -20,6 +29,9 @@ final class StoreGuard {
     private init(connection: OpaquePointer) {
         self.connection = connection
     }
+
+    /// What the store is guarded for.
+    enum Purpose { case replace, move }
 
     /// What trying to guard a store found.
     enum Result {
@@ -31,7 +43,7 @@ final class StoreGuard {
         case busy(String)
     }
 
-    static func acquire(path: String, deadline: ContinuousClock.Instant) throws(ReseedError) -> Result {
+    static func acquire(path: String, for purpose: Purpose, deadline: ContinuousClock.Instant) throws(ReseedError) -> Result {
         var handle: OpaquePointer?
         let openCode = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
         guard openCode == SQLITE_OK, let connection = handle else {
@@ -40,9 +52,16 @@ final class StoreGuard {
             throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
                               message: "cannot open the old store to check it is not in use: \(message) (SQLite \(openCode))")
         }
+        if purpose == .replace {
+            // Must precede any access: exclusive mode from the start means no -shm is used.
+            var persist: Int32 = 1
+            _ = sqlite3_file_control(connection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            var ignored = ""
+            _ = query(connection, "PRAGMA locking_mode=EXCLUSIVE", &ignored)
+        }
         var lastBusy = "database is locked"
         while true {
-            switch attempt(connection) {
+            switch purpose == .replace ? attemptExclusive(connection) : attempt(connection) {
             case .success:
                 return .guarded(StoreGuard(connection: connection))
             case .invalid(let message):
@@ -60,6 +79,29 @@ final class StoreGuard {
     }
 
     private enum Attempt { case success, invalid(String), busy(String) }
+
+    /// ``Purpose/replace``: the exclusive lock, nothing else.
+    private static func attemptExclusive(_ connection: OpaquePointer) -> Attempt {
+        var ignored = ""
+        let code = query(connection, "BEGIN EXCLUSIVE", &ignored)
+        if code == SQLITE_OK {
+            // BEGIN takes the locks; a read proves the file is a database SQLite can use.
+            let check = query(connection, "SELECT count(*) FROM sqlite_master", &ignored)
+            if check == SQLITE_OK { return .success }
+            _ = query(connection, "ROLLBACK", &ignored)
+            return outcome(check, connection)
+        }
+        return outcome(code, connection)
+    }
+
+    private static func outcome(_ code: Int32, _ connection: OpaquePointer) -> Attempt {
+        let message = String(cString: sqlite3_errmsg(connection))
+        switch code & 0xff {
+        case SQLITE_BUSY, SQLITE_LOCKED: return .busy(message)
+        case SQLITE_NOTADB, SQLITE_CORRUPT: return .invalid(message)
+        default: return .invalid("\(message) (SQLite \(code))")
+        }
+    }
 
     private static func attempt(_ connection: OpaquePointer) -> Attempt {
         var mode = ""

@@ -211,6 +211,13 @@ package final class Directory: Sendable {
         try fileSystem.perform(.sync, path(name)) { () throws(Errno) in try Syscalls.fsync(file) }
     }
 
+    /// Opens `name` and fsyncs it.
+    package func syncFile(_ name: String) throws {
+        let file = try fileSystem.reading("open", path(name)) { () throws(Errno) in try Syscalls.openat(fd, name, O_RDONLY | O_NOFOLLOW) }
+        defer { try? Syscalls.close(file) }
+        try sync(file, name: name)
+    }
+
     /// Writes all of `bytes` to `file` at its current offset.
     package func write(_ bytes: [UInt8], to file: Int32, name: String) throws {
         try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file, bytes) }

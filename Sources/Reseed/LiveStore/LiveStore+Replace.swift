@@ -75,10 +75,14 @@ extension LiveStore {
         await gate.exitExclusive()
         let blockedFor = clock.now - blockedSince
         let retired = try swapped.get()
-        if let retired {
-            // Freeing the old file's blocks takes time in proportion to its size: do it after access resumed.
-            await offload { _ = try? prepared.directory.remove(retired) }
+        // After access resumed: recording the version (a new store with the old version recorded is
+        // a state the invariant allows), and freeing the old file's blocks, which takes time in
+        // proportion to its size.
+        let recorded = await offload { () -> Result<Void, ReseedError> in
+            defer { if let retired { _ = try? prepared.directory.remove(retired) } }
+            return Result { () throws(ReseedError) in _ = try prepared.installation.recordVersion() }
         }
+        try recorded.get()
         emit(.replaced(version: seed.manifest.version, previousVersion: previous))
         logger.info("replaced the live store", metadata: ["version": "\(seed.manifest.version)", "blocked": "\(blockedFor)"])
         return ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
@@ -94,13 +98,19 @@ extension LiveStore {
 
     private static func copyBeside(_ seed: Seed, launcher: Launcher) throws(ReseedError) -> PreparedCopy {
         let locked = try launcher.lockStore(seed.manifest)
-        do {
+        do throws(ReseedError) {
             let installation = Installation(launcher: launcher, seed: seed, directory: locked.directory, preferences: launcher.preferences)
             _ = try during(.cleanUp, path: locked.directory.url.path) {
                 try locked.directory.removeTemporaryFiles(for: seed.manifest.storeFileName)
             }
             let temporary = Directory.temporaryName(for: seed.manifest.storeFileName)
             try installation.copyAndVerify(into: temporary)
+            do throws(ReseedError) {
+                try switchToWAL(temporary, in: locked.directory)
+            } catch {
+                _ = try? locked.directory.remove(temporary)
+                throw error
+            }
             return PreparedCopy(lock: locked.lock, directory: locked.directory, installation: installation, temporary: temporary)
         } catch {
             locked.lock.release()
@@ -108,7 +118,23 @@ extension LiveStore {
         }
     }
 
-    /// With every operation held back: close the pool, swap the files, reopen.
+    /// Switches the verified copy to WAL mode, as the pool would on opening it, and makes that durable:
+    /// the switch writes and syncs the header, which is work to keep out of the blocked window.
+    private static func switchToWAL(_ temporary: String, in directory: Directory) throws(ReseedError) {
+        let path = directory.path(temporary)
+        try during(.verify, path: path) {
+            let queue = try DatabaseQueue(path: path)
+            try queue.writeWithoutTransaction { db in
+                guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                    throw ReseedError(.database, step: .verify, path: path, message: "the copy did not switch to WAL mode")
+                }
+            }
+            try queue.close()
+            try directory.syncFile(temporary)
+        }
+    }
+
+    /// With every operation held back: close the pool, swap the files (up to the directory fsync), reopen.
     /// Before the rename, a failure reopens the old store; after it, the new one.
     ///
     /// - Returns: a second name of the old store file (a temp name, so a crash leaves it to the
@@ -134,12 +160,7 @@ extension LiveStore {
             try reopen(path, launcher: launcher, version: nil)
             throw error
         }
-        let recorded = Result { () throws(ReseedError) in _ = try prepared.installation.recordVersion() }
         try reopen(path, launcher: launcher, version: prepared.installation.manifest.version)
-        if case .failure(let error) = recorded {
-            if let retired { _ = try? prepared.directory.remove(retired) }
-            throw error
-        }
         return retired
     }
 
