@@ -112,25 +112,50 @@ public struct SeedBuilder: Sendable {
                 """)
         }
         let queue = try packaging(path: path) { try DatabaseQueue(path: path, configuration: configuration) }
-        defer { try? queue.close() }
         var recorded: [SeedManifest.Step] = []
-        for step in folder.steps {
-            progress?(.step(step))
-            let bytes = try step.contents()
-            recorded.append(SeedManifest.Step(id: step.id, checksum: MigrationStep.checksum(of: bytes)))
-            try run(step, bytes: bytes, in: queue)
-        }
-        let metadata = SeedMetadata(name: name, version: version, steps: recorded)
-        try packaging(path: path) {
-            try queue.writeWithoutTransaction { db in
-                try Self.check(db, path: path, after: nil)
-                try db.inTransaction(.immediate) {
-                    try metadata.write(db)
-                    return .commit
+        do {
+            for step in folder.steps {
+                progress?(.step(step))
+                let bytes = try step.contents()
+                // The step's checksum is computed beside the load, on the other core.
+                let (checksum, _) = try packaging(path: step.url.path) {
+                    try concurrently({ MigrationStep.checksum(of: bytes) }, { try run(step, bytes: bytes, in: queue) })
                 }
-                try db.execute(sql: "PRAGMA user_version = \(lastNumber); PRAGMA application_id = \(SeedMetadata.applicationID)")
-                try db.execute(sql: "VACUUM INTO ?", arguments: [output])
+                recorded.append(SeedManifest.Step(id: step.id, checksum: checksum))
             }
+            let metadata = SeedMetadata(name: name, version: version, steps: recorded)
+            try packaging(path: path) {
+                try queue.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        try metadata.write(db)
+                        return .commit
+                    }
+                    try db.execute(sql: "PRAGMA user_version = \(lastNumber); PRAGMA application_id = \(SeedMetadata.applicationID)")
+                }
+                try queue.close()
+            }
+        } catch {
+            try? queue.close()
+            throw error
+        }
+        // The finished database is only read from now on: integrity_check and foreign_key_check
+        // run on one core while VACUUM INTO writes the compact copy on the other.
+        let readOnly = {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.label = "reseed.build.check"
+            return configuration
+        }()
+        try packaging(path: path) {
+            _ = try concurrently({
+                let checker = try DatabaseQueue(path: path, configuration: readOnly)
+                defer { try? checker.close() }
+                try checker.read { try Self.check($0, path: path, after: nil) }
+            }, {
+                let compactor = try DatabaseQueue(path: path, configuration: readOnly)
+                defer { try? compactor.close() }
+                try compactor.writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [output]) }
+            })
         }
         return recorded
     }
