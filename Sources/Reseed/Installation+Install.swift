@@ -130,7 +130,8 @@ extension Installation {
     ///
     /// SQLite checks the free list and the auto-vacuum pointers only when it allocates a page,
     /// and opening the store for use does (GRDB creates and drops a table), so a seed damaged
-    /// there must fail now, before it replaces the store, not after.
+    /// there must fail now, before it replaces the store, not after. The journal is kept in
+    /// memory: a `-journal` file that an I/O error left behind would outlive the launch.
     private func verifyWritable(_ temporary: String) throws(ReseedError) {
         do {
             var configuration = GRDB.Configuration()
@@ -138,6 +139,7 @@ extension Installation {
             let queue = try DatabaseQueue(path: directory.path(temporary), configuration: configuration)
             defer { try? queue.close() }
             try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = MEMORY")
                 try db.inTransaction(.immediate) {
                     try db.execute(sql: "CREATE TABLE reseed_write_probe (id INTEGER PRIMARY KEY)")
                     return .rollback
