@@ -32,24 +32,26 @@ final class StoreGuard {
     }
 
     static func acquire(path: String, deadline: ContinuousClock.Instant) throws(ReseedError) -> Result {
-        var handle: OpaquePointer?
-        let openCode = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
-        guard openCode == SQLITE_OK, let connection = handle else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
-            sqlite3_close_v2(handle)
-            throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
-                              message: "cannot open the old store to check it is not in use: \(message) (SQLite \(openCode))")
-        }
+        var connection = try open(path)
         var lastBusy = "database is locked"
+        var seenInvalid = false
         while true {
             switch attempt(connection) {
             case .success:
                 return .guarded(StoreGuard(connection: connection))
             case .invalid(let message):
                 sqlite3_close_v2(connection)
-                return .notADatabase(message)
+                // SQLite also says "malformed" when a read fails (EIO): believe it when a new connection says it again.
+                if seenInvalid { return .notADatabase(message) }
+                seenInvalid = true
+                connection = try open(path)
+                continue
             case .busy(let message):
                 lastBusy = message
+            case .failed(let message):
+                sqlite3_close_v2(connection)
+                throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
+                                  message: "cannot check that the old store is not in use: \(message); changed nothing")
             }
             if ContinuousClock.now >= deadline {
                 sqlite3_close_v2(connection)
@@ -59,7 +61,19 @@ final class StoreGuard {
         }
     }
 
-    private enum Attempt { case success, invalid(String), busy(String) }
+    private static func open(_ path: String) throws(ReseedError) -> OpaquePointer {
+        var handle: OpaquePointer?
+        let openCode = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        guard openCode == SQLITE_OK, let connection = handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close_v2(handle)
+            throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
+                              message: "cannot open the old store to check it is not in use: \(message) (SQLite \(openCode))")
+        }
+        return connection
+    }
+
+    private enum Attempt { case success, invalid(String), busy(String), failed(String) }
 
     private static func attempt(_ connection: OpaquePointer) -> Attempt {
         var mode = ""
@@ -83,7 +97,10 @@ final class StoreGuard {
         case SQLITE_NOTADB, SQLITE_CORRUPT:
             return .invalid(message)
         default:
-            return .invalid("\(message) (SQLite \(code))")
+            // An I/O error or a full disk proves neither that the file is not a database nor
+            // that no one has it open: replacing it then could cut another process's store
+            // from its WAL, and the copy kept aside would lack that WAL.
+            return .failed("\(message) (SQLite \(code))")
         }
     }
 
