@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import GRDB
 import Logging
 import SystemPackage
 
@@ -121,6 +122,31 @@ extension Installation {
         guard metadata.name == manifest.name, metadata.version == manifest.version else {
             throw verificationFailure(
                 "seed says it is '\(metadata.name)' \(metadata.version), the manifest says '\(manifest.name)' \(manifest.version)")
+        }
+        try verifyWritable(temporary)
+    }
+
+    /// A write rolled back on the copy, which leaves its bytes as they are.
+    ///
+    /// SQLite checks the free list and the auto-vacuum pointers only when it allocates a page,
+    /// and opening the store for use does (GRDB creates and drops a table), so a seed damaged
+    /// there must fail now, before it replaces the store, not after. The journal is kept in
+    /// memory: a `-journal` file that an I/O error left behind would outlive the launch.
+    private func verifyWritable(_ temporary: String) throws(ReseedError) {
+        do {
+            var configuration = GRDB.Configuration()
+            configuration.label = "reseed.verify"
+            let queue = try DatabaseQueue(path: directory.path(temporary), configuration: configuration)
+            defer { try? queue.close() }
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = MEMORY")
+                try db.inTransaction(.immediate) {
+                    try db.execute(sql: "CREATE TABLE reseed_write_probe (id INTEGER PRIMARY KEY)")
+                    return .rollback
+                }
+            }
+        } catch {
+            throw verificationFailure("seed cannot be written as a database: \(error)")
         }
     }
 

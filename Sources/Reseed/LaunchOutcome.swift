@@ -84,8 +84,8 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
 public enum Verification: String, Sendable, Hashable, Codable, CaseIterable {
     /// The default, O(1) in the seed's size: the size equals the manifest's, the
     /// file has a SQLite header in rollback-journal mode with the manifest's page
-    /// size, `user_version` and `application_id`, and the embedded name and
-    /// version equal the manifest's.
+    /// size, `user_version` and `application_id`, the embedded name and
+    /// version equal the manifest's, and SQLite can write to it (a write rolled back).
     case size
     /// All of ``size`` plus the SHA-256 of every byte, computed while copying
     /// (the seed is read once).

@@ -50,7 +50,9 @@ public struct Launcher: Sendable {
     ///
     /// - Returns: the open pool and what the launch did.
     /// - Throws: ``ReseedError``, naming the step and the path; the old store and
-    ///   its recorded version are then left as they were.
+    ///   its recorded version are then left as they were, but for a failure to open
+    ///   (step `open`) a store just installed: that verified store stays, and the next
+    ///   launch opens it.
     public func launch() throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
         try launch { url in
             let pool = try DatabasePool(path: url.path, configuration: configuration.database)

@@ -82,9 +82,8 @@ public struct PreferencesFile: Sendable {
         guard case .object = root.value else { return .corrupt(reason: "the JSON is \(root.kindName), not an object") }
         var versions: [String: String] = [:]
         if case .object(let stores)? = root[key]?.value {
-            for store in stores {
-                if let version = store.value["version"]?.string { versions[store.key] = version }
-            }
+            // A repeated store name: the last entry counts, as for every key (and as JSONEdit writes it).
+            for store in stores { versions[store.key] = store.value["version"]?.string }
         }
         return .valid(versions: versions)
     }

@@ -44,6 +44,36 @@ final class StoreGuard {
     }
 
     static func acquire(path: String, for purpose: Purpose, deadline: ContinuousClock.Instant) throws(ReseedError) -> Result {
+        var connection = try open(path, for: purpose)
+        var lastBusy = "database is locked"
+        var seenInvalid = false
+        while true {
+            switch purpose == .replace ? attemptExclusive(connection) : attempt(connection) {
+            case .success:
+                return .guarded(StoreGuard(connection: connection))
+            case .invalid(let message):
+                sqlite3_close_v2(connection)
+                // SQLite also says "malformed" when a read fails (EIO): believe it when a new connection says it again.
+                if seenInvalid { return .notADatabase(message) }
+                seenInvalid = true
+                connection = try open(path, for: purpose)
+                continue
+            case .busy(let message):
+                lastBusy = message
+            case .failed(let message):
+                sqlite3_close_v2(connection)
+                throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
+                                  message: "cannot check that the old store is not in use: \(message); changed nothing")
+            }
+            if ContinuousClock.now >= deadline {
+                sqlite3_close_v2(connection)
+                return .busy(lastBusy)
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    private static func open(_ path: String, for purpose: Purpose) throws(ReseedError) -> OpaquePointer {
         var handle: OpaquePointer?
         let openCode = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
         guard openCode == SQLITE_OK, let connection = handle else {
@@ -59,26 +89,10 @@ final class StoreGuard {
             var ignored = ""
             _ = query(connection, "PRAGMA locking_mode=EXCLUSIVE", &ignored)
         }
-        var lastBusy = "database is locked"
-        while true {
-            switch purpose == .replace ? attemptExclusive(connection) : attempt(connection) {
-            case .success:
-                return .guarded(StoreGuard(connection: connection))
-            case .invalid(let message):
-                sqlite3_close_v2(connection)
-                return .notADatabase(message)
-            case .busy(let message):
-                lastBusy = message
-            }
-            if ContinuousClock.now >= deadline {
-                sqlite3_close_v2(connection)
-                return .busy(lastBusy)
-            }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        return connection
     }
 
-    private enum Attempt { case success, invalid(String), busy(String) }
+    private enum Attempt { case success, invalid(String), busy(String), failed(String) }
 
     /// ``Purpose/replace``: the exclusive lock, nothing else.
     private static func attemptExclusive(_ connection: OpaquePointer) -> Attempt {
@@ -99,7 +113,10 @@ final class StoreGuard {
         switch code & 0xff {
         case SQLITE_BUSY, SQLITE_LOCKED: return .busy(message)
         case SQLITE_NOTADB, SQLITE_CORRUPT: return .invalid(message)
-        default: return .invalid("\(message) (SQLite \(code))")
+        // An I/O error or a full disk proves neither that the file is not a database nor
+        // that no one has it open: replacing it then could cut another process's store
+        // from its WAL, and the copy kept aside would lack that WAL.
+        default: return .failed("\(message) (SQLite \(code))")
         }
     }
 
@@ -117,16 +134,10 @@ final class StoreGuard {
             code = query(connection, "BEGIN EXCLUSIVE", &mode)
             if code == SQLITE_OK { return .success }
         }
-        let message = String(cString: sqlite3_errmsg(connection))
-        switch code & 0xff {
-        case SQLITE_BUSY, SQLITE_LOCKED:
+        if code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED {
             _ = query(connection, "PRAGMA locking_mode=NORMAL", &mode)
-            return .busy(message)
-        case SQLITE_NOTADB, SQLITE_CORRUPT:
-            return .invalid(message)
-        default:
-            return .invalid("\(message) (SQLite \(code))")
         }
+        return outcome(code, connection)
     }
 
     /// Runs one statement; `result` receives the first column of its first row, if any.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Reseed
 
 /// Loads a `.json` step, an array of objects keyed by column, into its table.
@@ -55,7 +56,9 @@ struct JSONLoader {
                     statement = try db.makeStatement(sql: sql)
                     statements[keys] = statement
                 }
-                try statement.execute(arguments: StatementArguments(values))
+                try statement.setArguments(StatementArguments(values))
+                bindTextWithNUL(values, to: statement)
+                try statement.execute()
             } catch let error as DatabaseError {
                 throw PackagingError(.rowRejected, path: path, line: elementLine,
                                      message: "SQLite refused element \(index): \(error.message ?? "\(error.resultCode)")", databaseError: error)
@@ -80,6 +83,20 @@ struct JSONLoader {
                 throw PackagingError(.invalidJSON, path: path, line: line, message: "element \(index): number \(text) does not fit a 64-bit float")
             }
             return real.databaseValue
+        }
+    }
+
+    /// Binds again, with its length, each string holding a NUL (a JSON string may: `"\u0000"`):
+    /// GRDB binds a string only up to its first NUL. `execute()` then runs with these bindings.
+    private func bindTextWithNUL(_ values: [DatabaseValue], to statement: Statement) {
+        for (index, value) in values.enumerated() {
+            guard case .string(let text) = value.storage, text.utf8.contains(0) else { continue }
+            let bytes = Array(text.utf8)
+            bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) {
+                    _ = sqlite3_bind_text(statement.sqliteStatement, Int32(index + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT)
+                }
+            }
         }
     }
 

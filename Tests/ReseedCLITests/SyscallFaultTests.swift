@@ -1,0 +1,295 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+import Synchronization
+import Testing
+
+/// Real system-call failures in a real `reseed launch`, one at a time, during an upgrade.
+///
+/// A clean upgrade (1.0.0 installed, 2.0.0 of 4 MiB shipped) is traced once to find every
+/// invocation of each call below that touches the data directory or the seed; then each of
+/// them (up to `capPerCall`, spread over the run) is made to fail with `strace -e inject`.
+/// After each run: one clear line on stderr (or a launch that worked), no crash, the install
+/// invariant, and a clean relaunch that installs 2.0.0 and leaves no temporary file.
+@Suite(.serialized) struct SyscallFaultTests {
+    /// The calls that act on the data directory: the file-system layer's, and SQLite's own
+    /// (`pwrite64`, `fdatasync`, `ftruncate`). strace ignores a `?name` this architecture lacks.
+    static let calls = ["openat", "write", "pwrite64", "copy_file_range", "fsync", "fdatasync", "ftruncate", "renameat", "renameat2",
+                        "rename", "unlinkat", "unlink", "flock", "linkat", "mkdirat", "fstat", "newfstatat", "pread64", "read"]
+    /// The error each call fails with: a plausible one for it (`ENOLCK` rather than `EWOULDBLOCK` for
+    /// `flock`, which would only look like a held lock), `EIO` otherwise.
+    static let errors = ["openat": "EACCES", "mkdirat": "EACCES", "linkat": "EMLINK", "write": "ENOSPC", "pwrite64": "ENOSPC", "flock": "ENOLCK"]
+    static let capPerCall = 15
+    static let stackTraceMarks = ["Fatal error", "Stack dump", "Current stack trace", "Segmentation fault", "Illegal instruction", "BUG IN"]
+
+    /// Why strace cannot be used here, or nil.
+    static let straceProblem: String? = {
+        guard let strace else { return "strace is not installed (not on PATH)" }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: strace)
+        process.arguments = ["-f", "-qq", "-o", "/dev/null", "true"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return "strace does not start: \(error)" }
+        process.waitUntilExit()
+        return process.terminationStatus == 0 ? nil : "strace cannot trace here (`strace -f true` exits \(process.terminationStatus); is ptrace permitted?)"
+    }()
+
+    static let strace: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        .map { "\($0)/strace" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    @Test(.enabled(if: straceProblem == nil, Comment(rawValue: straceProblem ?? "")), .timeLimit(.minutes(20)),
+          arguments: [Verification.size, .checksum])
+    func upgradeSurvivesAnyOneFailedSystemCall(level: Verification) throws {
+        guard let strace = Self.strace else { return }
+        let scenario = try UpgradeScenario(level: level, strace: strace)
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        let dryRun = try scenario.traced(["-e", "trace=" + Self.calls.map { "?" + $0 }.joined(separator: ",")])
+        try #require(dryRun.result.status == 0, "the upgrade fails even without a fault: \(dryRun.result.stderr)")
+        try #require(dryRun.calls.contains { scenario.touchesTarget($0.line) },
+                     "the traced upgrade shows no call on the data directory: \(dryRun.trace.utf8.count) bytes of trace, \(dryRun.trace.prefix(500).debugDescription); stdout \(dryRun.result.stdout)")
+        var points: [String: [Int]] = [:]
+        var totals: [String: Int] = [:]
+        var ordinals: [Int: [String: Int]] = [:]
+        for call in dryRun.calls {
+            let ordinal = (ordinals[call.thread]?[call.name] ?? 0) + 1
+            ordinals[call.thread, default: [:]][call.name] = ordinal
+            totals[call.name, default: 0] += 1
+            if scenario.touchesTarget(call.line), points[call.name]?.contains(ordinal) != true { points[call.name, default: []].append(ordinal) }
+        }
+
+        var outcomes: [String: Int] = [:]
+        var injectedPerCall: [String: Int] = [:]
+        var collateral = 0
+        var leftoversAfterFailure = 0
+        var warned: [String] = []
+        for call in Self.calls {
+            for when in Self.spread(points[call] ?? [], cap: Self.capPerCall) {
+                let label = "\(level) \(call):\(Self.errors[call] ?? "EIO"):when=\(when)"
+                try scenario.reset()
+                let run = try scenario.traced(["-e", "trace=\(call)", "-e", "inject=\(call):error=\(Self.errors[call] ?? "EIO"):when=\(when)"])
+                let injected = run.calls.filter { $0.line.contains("(INJECTED)") }
+                let hits = injected.filter { scenario.touchesTarget($0.line) }
+                collateral += injected.count - hits.count
+                #expect(!hits.isEmpty, "\(label): the fault hit no call on the data directory or the seed: \(injected.map(\.line)); trace: \(run.trace.utf8.count) bytes, \(run.calls.count) calls: \(run.trace.prefix(300).debugDescription)")
+                injectedPerCall[call, default: 0] += hits.isEmpty ? 0 : 1
+
+                scenario.expectOneClearLine(run, label)
+                let state = scenario.state()
+                #expect(UpgradeScenario.allowedStates.contains(state), "\(label): \(state); stderr: \(run.result.stderr)")
+                if run.result.status == 0 {
+                    #expect(state == "new store, 2.0.0 recorded", "\(label): exit 0 but \(state)")
+                    #expect((try? jsonObject(run.result.stdout))?["version"] as? String == "2.0.0", "\(label): stdout \(run.result.stdout)")
+                }
+                if run.result.status != 0, !scenario.temporaryFiles().isEmpty { leftoversAfterFailure += 1 }
+                // The old store is a good database and the preferences parse: a fault must not make either look unusable.
+                let aside = scenario.filesKeptAside()
+                #expect(aside.isEmpty, "\(label): a usable file was judged unusable and set aside: \(aside); stderr: \(run.result.stderr)")
+                if run.result.stderrLines.contains(where: UpgradeScenario.isWarning) { warned.append("\(call):\(when)") }
+                let step = run.result.status == 0 ? "launched" : "failed at " + (run.result.stderrLines.last.map(UpgradeScenario.step) ?? "?")
+                outcomes["\(step) → \(state)", default: 0] += 1
+
+                let relaunch = try ReseedBinary.run(scenario.arguments)
+                #expect(relaunch.status == 0, "\(label): the relaunch failed: \(relaunch.stderr)")
+                #expect((try? jsonObject(relaunch.stdout))?["version"] as? String == "2.0.0", "\(label): relaunch stdout \(relaunch.stdout)")
+                let relaunched = scenario.state()
+                #expect(relaunched == "new store, 2.0.0 recorded", "\(label): after the relaunch: \(relaunched)")
+                let leftovers = scenario.temporaryFiles()
+                #expect(leftovers.isEmpty, "\(label): temporary files after the relaunch: \(leftovers)")
+            }
+        }
+
+        let elapsed = clock.now - start
+        let found = Self.calls.map { "\($0) \(points[$0]?.count ?? 0)/\(totals[$0] ?? 0)" }.joined(separator: ", ")
+        print("""
+            syscall faults (\(level)): calls found (on the data directory or seed / all): \(found)
+            syscall faults (\(level)): \(injectedPerCall.values.reduce(0, +)) faults injected \
+            (\(Self.calls.compactMap { call in injectedPerCall[call].map { "\(call) \($0)" } }.joined(separator: ", "))), \
+            \(collateral) more on other threads' same-numbered calls, in \(elapsed.components.seconds) s; \
+            runs that failed and left a temporary file (removed by the relaunch): \(leftoversAfterFailure); \
+            runs with a logged warning: \(warned)
+            syscall faults (\(level)): outcomes: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; "))
+            """)
+    }
+
+    /// Up to `cap` of `points`, spread evenly from the first to the last.
+    static func spread(_ points: [Int], cap: Int) -> [Int] {
+        guard points.count > cap else { return points }
+        return (0..<cap).map { points[$0 * (points.count - 1) / (cap - 1)] }
+    }
+}
+
+/// The device before an upgrade, the seed of the upgrade, and runs of `reseed launch` under strace.
+struct UpgradeScenario {
+    static let allowedStates: Set = ["old store, 1.0.0 recorded", "new store, 1.0.0 recorded", "new store, 2.0.0 recorded"]
+
+    let sandbox: TemporaryDirectory
+    let strace: String
+    let template: URL
+    let data: URL
+    let seedFolder: URL
+    let arguments: [String]
+
+    init(level: Verification, strace: String) throws {
+        sandbox = try TemporaryDirectory(prefix: "reseed-strace")
+        self.strace = strace
+        let items = "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)"
+        let old = try SeedFixture(name: "items", version: "1.0.0", sql: [items, "INSERT INTO item (label) VALUES ('old')"])
+            .build(in: sandbox.appending("seed-1.0.0"))
+        let new = try SeedFixture(name: "items", version: "2.0.0", sql: [items, "INSERT INTO item (label) VALUES ('new')"], paddingBytes: 4 << 20)
+            .build(in: sandbox.appending("seed-2.0.0"))
+        // The device: 1.0.0 installed and used by the real binary, which leaves the store in WAL mode with its -wal and -shm.
+        template = sandbox.appending("template")
+        let installed = try ReseedBinary.run(["launch", "--seed", old.manifestURL.path, "--data-dir", template.path])
+        guard installed.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: installed.stderr]) }
+        data = sandbox.appending("data")
+        seedFolder = new.manifestURL.deletingLastPathComponent()
+        arguments = ["launch", "--seed", new.manifestURL.path, "--data-dir", data.path, "--verify", level.rawValue, "--json"]
+        try reset()
+    }
+
+    func reset() throws {
+        if FileManager.default.fileExists(atPath: data.path) { try FileManager.default.removeItem(at: data) }
+        try FileManager.default.copyItem(at: template, to: data)
+    }
+
+    /// True when a traced call names a file of the data directory or of the seed (paths from `-y`, or arguments).
+    func touchesTarget(_ line: String) -> Bool {
+        [data.path, seedFolder.path].contains { target in ["/", ">", "\""].contains { line.contains(target + $0) } }
+    }
+
+    /// One call started in a trace of `strace -f -y -o`, its `<unfinished ...>` and `resumed>` halves joined.
+    struct TracedCall {
+        var thread: Int
+        var name: String
+        var line: String
+    }
+
+    struct TracedRun {
+        var result: ReseedBinary.Result
+        var trace: String
+        var calls: [TracedCall]
+    }
+
+    /// Runs `strace -f -qq -y -o <trace> <straceArguments> reseed <arguments>`; one still running after
+    /// `limit` is killed with the process it traces, and reported.
+    func traced(_ straceArguments: [String], limit: Double = 120) throws -> TracedRun {
+        let trace = sandbox.appending("run.trace")
+        let running = try ReseedBinary.start(arguments, prefix: [strace, "-f", "-qq", "-y", "-o", trace.path] + straceArguments)
+        let watchdog = Watchdog(pid: running.process.processIdentifier)
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit) { watchdog.fire() }
+        let result = running.wait()
+        watchdog.disarm()
+        #expect(!watchdog.fired, "\(straceArguments) hung for \(limit) s and was killed; stderr: \(result.stderr)")
+        #expect(running.process.terminationReason == .exit, "\(straceArguments): reseed died of signal \(result.status); stderr: \(result.stderr)")
+        let text = (try? Data(contentsOf: trace)).map { String(decoding: $0, as: UTF8.self) } ?? "(no trace file)"
+        return TracedRun(result: result, trace: text, calls: Self.calls(in: text))
+    }
+
+    static func calls(in trace: String) -> [TracedCall] {
+        var calls: [TracedCall] = []
+        var unfinished: [Int: Int] = [:]
+        for line in trace.split(separator: "\n") {
+            guard let space = line.firstIndex(of: " "), let thread = Int(line[..<space]) else { continue }
+            // strace pads the thread id to five places: "5912  openat(…" as well as "26612 openat(…".
+            let rest = line[space...].drop { $0 == " " }
+            if rest.hasPrefix("<... ") {
+                if let index = unfinished.removeValue(forKey: thread) { calls[index].line += rest }
+                continue
+            }
+            guard let paren = rest.firstIndex(of: "("), !rest[..<paren].isEmpty,
+                  rest[..<paren].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else { continue }
+            if rest.hasSuffix("<unfinished ...>") { unfinished[thread] = calls.count }
+            calls.append(TracedCall(thread: thread, name: String(rest[..<paren]), line: String(line)))
+        }
+        return calls
+    }
+
+    /// stderr is one `reseed: ` line for a failure (nothing for a launch that worked), with at
+    /// most one warning of Reseed's logger before it; never a crash report.
+    func expectOneClearLine(_ run: TracedRun, _ label: String) {
+        let result = run.result
+        #expect(!SyscallFaultTests.stackTraceMarks.contains { result.stderr.contains($0) }, "\(label): \(result.stderr)")
+        let lines = result.stderrLines
+        let errors = lines.filter { $0.hasPrefix("reseed: ") }
+        #expect(lines.count <= 2, "\(label): \(lines.count) lines on stderr: \(result.stderr)")
+        #expect(lines.allSatisfy { $0.hasPrefix("reseed: ") || Self.isWarning($0) }, "\(label): stderr: \(result.stderr)")
+        if result.status == 0 {
+            #expect(errors.isEmpty, "\(label): exit 0 with an error line: \(result.stderr)")
+        } else {
+            #expect(errors.count == 1 && lines.last?.hasPrefix("reseed: ") == true, "\(label): exit \(result.status), stderr: \(result.stderr)")
+        }
+    }
+
+    /// A line of the CLI's log handler: `<time> warning reseed: …`.
+    static func isWarning(_ line: Substring) -> Bool {
+        let words = line.split(separator: " ", maxSplits: 3)
+        return words.count == 4 && ["warning", "error", "critical"].contains(words[1]) && words[2] == "reseed:"
+    }
+
+    /// The step an error line names: `reseed: copy: …` → `copy`.
+    static func step(_ line: Substring) -> String {
+        String(line.dropFirst("reseed: ".count).prefix { $0 != ":" })
+    }
+
+    /// Which allowed state the data directory is in, read as the app would read it, or what is wrong.
+    func state() -> String {
+        let store = data.appendingPathComponent("items.sqlite")
+        guard FileManager.default.fileExists(atPath: store.path) else { return "the store is gone" }
+        do {
+            let recorded = try PreferencesFile(url: data.appendingPathComponent("preferences.json")).recordedVersion(of: "items")
+            let metadata = try SeedMetadata.read(path: store.path)
+            let queue = try DatabaseQueue(path: store.path)
+            defer { try? queue.close() }
+            let (check, label) = try queue.read { db in
+                (try String.fetchOne(db, sql: "PRAGMA quick_check"), try String.fetchOne(db, sql: "SELECT label FROM item"))
+            }
+            guard check == "ok" else { return "the store fails quick_check: \(check ?? "nil")" }
+            switch (metadata?.version, label, recorded) {
+            case ("1.0.0", "old", "1.0.0"): return "old store, 1.0.0 recorded"
+            case ("2.0.0", "new", "1.0.0"): return "new store, 1.0.0 recorded"
+            case ("2.0.0", "new", "2.0.0"): return "new store, 2.0.0 recorded"
+            default: return "store \(metadata?.version ?? "without metadata") (\(label ?? "no row")) with \(recorded ?? "no version") recorded"
+            }
+        } catch {
+            return "the store does not open: \(error)"
+        }
+    }
+
+    func filesKeptAside() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: data.path)) ?? []).filter { $0.contains(".invalid-") || $0.contains(".corrupt-") }
+    }
+
+    func temporaryFiles() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: data.path)) ?? []).filter { $0.contains(".reseed-tmp-") }
+    }
+}
+
+/// Kills a traced run that hangs: strace, and the process it traces (which strace's death would only detach).
+final class Watchdog: Sendable {
+    private let pid: Int32
+    private let state = Mutex((armed: true, fired: false))
+
+    init(pid: Int32) { self.pid = pid }
+
+    var fired: Bool { state.withLock { $0.fired } }
+
+    func disarm() { state.withLock { $0.armed = false } }
+
+    func fire() {
+        let armed = state.withLock { state in
+            defer { state.fired = state.armed }
+            return state.armed
+        }
+        guard armed else { return }
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGKILL) }
+        kill(pid, SIGKILL)
+    }
+}

@@ -1,0 +1,247 @@
+import Foundation
+import Testing
+@testable import Reseed
+
+/// Random JSON text spelled the ways apps and editors write it: escapes, whitespace, number forms.
+struct JSONTextGenerator {
+    var rng: SplitMix64
+
+    mutating func whitespace() -> String { rng.pick(["", "", "", " ", "\n", "\t", "\r\n", "  "]) }
+
+    /// A string literal that decodes to `text`, escaped in a random mix of the ways JSON allows.
+    mutating func string(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "/" where rng.chance(0.5): out += "\\/"
+            case "\n" where rng.chance(0.5): out += "\\n"
+            case _ where scalar.value < 0x20 || rng.chance(0.1): out += escape(scalar)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    private mutating func escape(_ scalar: Unicode.Scalar) -> String {
+        let uppercase = rng.chance(0.5)
+        let hex = { (value: UInt32) -> String in
+            let digits = String(value, radix: 16, uppercase: uppercase)
+            return "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
+        }
+        guard scalar.value >= 0x1_0000 else { return hex(scalar.value) }
+        let offset = scalar.value - 0x1_0000
+        return hex(0xD800 + (offset >> 10)) + hex(0xDC00 + (offset & 0x3FF))
+    }
+
+    mutating func number() -> String {
+        if rng.chance(0.5) { return String(Int64.random(in: .min ... .max, using: &rng) >> rng.int(0..<63)) }
+        return rng.pick(["0", "-0", "1.0", "1.5e3", "2E-7", "12345678901234567890", "3.14159", "1e400", "0.000001", "-1E+2"])
+    }
+
+    /// Any JSON value but an object or an array.
+    mutating func scalarValue() -> String {
+        switch rng.int(0..<4) {
+        case 0: "null"
+        case 1: rng.chance(0.5) ? "true" : "false"
+        case 2: number()
+        default: string(rng.text(maxScalars: 12))
+        }
+    }
+
+    mutating func value(depth: Int) -> String {
+        switch rng.int(0..<(depth >= 4 ? 1 : 4)) {
+        case 0, 1: return scalarValue()
+        case 2:
+            var elements: [String] = []
+            for _ in 0..<rng.int(0..<4) { elements.append(value(depth: depth + 1)) }
+            return "[" + whitespace() + joined(elements) + whitespace() + "]"
+        default:
+            var members: [(String, String)] = []
+            for _ in 0..<rng.int(0..<4) { members.append((rng.text(maxScalars: 6), value(depth: depth + 1))) }
+            return object(members)
+        }
+    }
+
+    mutating func object(_ members: [(key: String, value: String)]) -> String {
+        var parts: [String] = []
+        for member in members { parts.append(string(member.key) + whitespace() + ":" + whitespace() + member.value) }
+        return "{" + whitespace() + joined(parts) + whitespace() + "}"
+    }
+
+    private mutating func joined(_ parts: [String]) -> String {
+        var out = ""
+        for (index, part) in parts.enumerated() { out += (index == 0 ? "" : whitespace() + "," + whitespace()) + part }
+        return out
+    }
+
+    /// A preferences file, and the versions Reseed must read from it: those of the last `"reseed"`
+    /// member, and in it of each store's last entry (as ``JSONNode`` lookups and ``JSONEdit`` see them).
+    mutating func preferences() -> (text: String, versions: [String: String]) {
+        var members: [(String, String)] = []
+        var versions: [String: String] = [:]
+        for _ in 0..<rng.int(0..<6) {
+            if rng.chance(0.4) {
+                let (text, found) = reseedValue()
+                members.append((PreferencesFile.key, text))
+                versions = found
+            } else {
+                var key = rng.text(maxScalars: 8)
+                if key == PreferencesFile.key { key += "x" }
+                members.append((key, value(depth: 1)))
+            }
+        }
+        return (object(members), versions)
+    }
+
+    private mutating func reseedValue() -> (String, [String: String]) {
+        if rng.chance(0.15) { return (scalarValue(), [:]) }
+        var stores: [(String, String)] = []
+        var versions: [String: String] = [:]
+        for _ in 0..<rng.int(0..<5) {
+            let name = !stores.isEmpty && rng.chance(0.3) ? rng.pick(stores).0 : rng.chance(0.5) ? "items" : rng.text(maxScalars: 6)
+            guard rng.chance(0.85) else {
+                stores.append((name, scalarValue()))
+                versions[name] = nil
+                continue
+            }
+            var entry: [(String, String)] = []
+            var version: String?
+            for _ in 0..<rng.int(0..<4) {
+                switch rng.int(0..<4) {
+                case 0, 1:
+                    let text = rng.text(maxScalars: 10)
+                    entry.append(("version", string(text)))
+                    version = text
+                case 2:
+                    entry.append(("version", rng.chance(0.5) ? "null" : number()))
+                    version = nil
+                default:
+                    entry.append(("note", value(depth: 3)))
+                }
+            }
+            stores.append((name, object(entry)))
+            versions[name] = version
+        }
+        return (object(stores), versions)
+    }
+}
+
+@Suite struct PreferencesFuzzTests {
+    /// Records a version with ``JSONEdit`` as ``PreferencesFile`` does, and checks what the edit promises.
+    static func checkEdit(_ bytes: [UInt8], _ rng: inout SplitMix64, _ failures: inout Failures) -> Bool {
+        guard let root = try? JSONNode.parse(bytes), case .object(let members) = root.value,
+              case .valid(let before) = PreferencesFile.contents(of: bytes) else { return false }
+        let name = rng.chance(0.5) ? "items" : rng.text(maxScalars: 6)
+        let version = rng.text(maxScalars: 10)
+        let path = [PreferencesFile.key, name, "version"]
+        let edited = JSONEdit.set(path, to: JSONNode.quote(version), in: bytes, root: root)
+        guard let again = try? JSONNode.parse(edited), case .object(let after) = again.value else {
+            failures.check(false, "the edit made bytes that do not parse as an object: \(shown(bytes)) → \(shown(edited))")
+            return true
+        }
+        let editedIndex = members.lastIndex { $0.key == PreferencesFile.key }
+        failures.check(after.count == members.count + (editedIndex == nil ? 1 : 0), "the edit changed the member count: \(shown(bytes)) → \(shown(edited))")
+        for (index, member) in members.enumerated() where index != editedIndex && index < after.count {
+            failures.check(after[index].key == member.key && edited[after[index].range] == bytes[member.range],
+                           "the edit changed the member \(member.key.debugDescription): \(shown(bytes)) → \(shown(edited))")
+        }
+        if editedIndex == nil { failures.check(after.last?.key == PreferencesFile.key, "the edit did not append \"reseed\": \(shown(edited))") }
+        var expected = before
+        expected[name] = version
+        failures.check(PreferencesFile.contents(of: edited) == .valid(versions: expected),
+                       "after recording \(version.debugDescription) for \(name.debugDescription): \(PreferencesFile.contents(of: edited)), expected \(expected); \(shown(edited))")
+        failures.check(JSONEdit.set(path, to: JSONNode.quote(version), in: edited, root: again) == edited, "recording the same version twice changed the bytes: \(shown(edited))")
+        return true
+    }
+
+    /// Foundation's verdict, for documents on which the two parsers' documented limits agree:
+    /// printable ASCII and whitespace only, no BOM, nesting well under both depth limits, and no
+    /// number beyond a Double's range (JSON allows one, JSONNode keeps its spelling, Foundation refuses it).
+    static func foundationAccepts(_ bytes: [UInt8]) -> Bool? {
+        guard bytes.allSatisfy({ (0x20...0x7E).contains($0) || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }),
+              bytes.count(where: { $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "{") }) < 200 else { return nil }
+        var digits = 0
+        var exponentDigits: Int?
+        for byte in bytes {
+            let isDigit = (48...57).contains(byte)
+            digits = isDigit ? digits + 1 : 0
+            if byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
+                exponentDigits = 0
+            } else if isDigit, let count = exponentDigits {
+                exponentDigits = count + 1
+            } else if byte != UInt8(ascii: "+") && byte != UInt8(ascii: "-") {
+                exponentDigits = nil
+            }
+            if digits > 300 || (exponentDigits ?? 0) > 2 { return nil }
+        }
+        return (try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) != nil
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func generatedPreferencesGiveTheirRecordedVersionsAndEditCleanly() throws {
+        let sandbox = try LaunchSandbox()
+        try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
+        var generator = JSONTextGenerator(rng: SplitMix64(seed: 0x5EED_0003))
+        var rng = SplitMix64(seed: 0x5EED_0004)
+        var failures = Failures()
+        let cases = 10_000
+        var edits = 0
+        var viaFiles = 0
+        for index in 0..<cases {
+            let (text, versions) = generator.preferences()
+            let bytes = Array(text.utf8)
+            failures.check(PreferencesFile.contents(of: bytes) == .valid(versions: versions),
+                           "read \(PreferencesFile.contents(of: bytes)), expected \(versions) from \(shown(bytes))")
+            if Self.checkEdit(bytes, &rng, &failures) { edits += 1 }
+            if index % 100 == 0 {
+                try Data(bytes).write(to: sandbox.preferencesURL)
+                failures.check(try PreferencesFile(url: sandbox.preferencesURL).read() == .valid(versions: versions), "file read differs: \(shown(bytes))")
+                viaFiles += 1
+            }
+        }
+        print("preferences fuzz: \(cases) generated files read (\(viaFiles) through PreferencesFile(url:).read()), \(edits) edits checked")
+        #expect(failures.count == 0, failures.summary)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func damagedPreferencesAreValidOrCorruptAndEditCleanly() throws {
+        let sandbox = try LaunchSandbox()
+        try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
+        var generator = JSONTextGenerator(rng: SplitMix64(seed: 0x5EED_0005))
+        var rng = SplitMix64(seed: 0x5EED_0006)
+        var failures = Failures()
+        var tally: [String: Int] = [:]
+        var compared = 0
+        let cases = 12_000
+        for index in 0..<cases {
+            var bytes = Array(generator.preferences().text.utf8)
+            let damage = rng.pick(Damage.allCases)
+            damage.apply(to: &bytes, &rng)
+            let contents = PreferencesFile.contents(of: bytes)
+            let parsed = try? JSONNode.parse(bytes)
+            switch contents {
+            case .valid:
+                tally["valid", default: 0] += 1
+                failures.check(parsed.map { if case .object = $0.value { true } else { false } } ?? false, "valid but not an object: \(shown(bytes))")
+            case .corrupt(let reason):
+                tally["corrupt", default: 0] += 1
+                failures.check(!reason.isEmpty && !reason.contains("\n"), "corrupt without a one-line reason: \(shown(bytes))")
+            case .missing:
+                failures.check(false, "bytes read as a missing file: \(shown(bytes))")
+            }
+            if let foundation = Self.foundationAccepts(bytes) {
+                compared += 1
+                failures.check(foundation == (parsed != nil), "JSONSerialization \(foundation ? "accepts" : "rejects") what JSONNode \(parsed != nil ? "accepts" : "rejects"): \(shown(bytes))")
+            }
+            if Self.checkEdit(bytes, &rng, &failures) { tally["edited", default: 0] += 1 }
+            if index % 100 == 0 {
+                try Data(bytes).write(to: sandbox.preferencesURL)
+                failures.check(try PreferencesFile(url: sandbox.preferencesURL).read() == contents, "file read differs: \(shown(bytes))")
+            }
+        }
+        print("preferences fuzz: \(cases) damaged files: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")); \(compared) compared with JSONSerialization")
+        #expect(failures.count == 0, failures.summary)
+    }
+}
