@@ -134,10 +134,9 @@ final class StoreGuard {
             code = query(connection, "BEGIN EXCLUSIVE", &mode)
             if code == SQLITE_OK { return .success }
         }
-        if code & 0xff == SQLITE_BUSY || code & 0xff == SQLITE_LOCKED {
-            _ = query(connection, "PRAGMA locking_mode=NORMAL", &mode)
-        }
-        return outcome(code, connection)
+        let result = outcome(code, connection)
+        if case .busy = result { _ = query(connection, "PRAGMA locking_mode=NORMAL", &mode) }
+        return result
     }
 
     /// Runs one statement; `result` receives the first column of its first row, if any.

@@ -151,7 +151,9 @@ final class SharedCounters: Sendable {
         try await store.replace(with: try seed("2.0.0", rows: 4, in: sandbox))
         let elapsed = clock.now - start
         #expect(elapsed >= .milliseconds(300))
-        #expect(elapsed < .seconds(10))
+        // Bounded, not timed: with the whole suite running, other tests' blocking waits can hold
+        // the 2 cooperative threads for seconds; the point is that the swap does not wait forever.
+        #expect(elapsed < .seconds(60))
         #expect(store.version == "2.0.0")
     }
 
