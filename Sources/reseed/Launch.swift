@@ -69,8 +69,14 @@ extension ReseedCommand {
                 configuration.legacyStores = legacyStores.map { Launcher.LegacyStore(storeURL: fileURL($0)) }
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project), configuration: configuration)
                 let (database, outcome) = try launcher.launch()
-                try database.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
-                try database.close()
+                do {
+                    // Exit 0 means the store is open and readable at the shipped version.
+                    try database.read { db in _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+                    try database.close()
+                } catch let error as DatabaseError {
+                    throw ReseedError(.database, step: .open, path: outcome.storeURL.path, databaseError: error,
+                                      message: "the store opened but cannot be read")
+                }
                 Terminal.out(json ? Self.json(outcome) : Self.sentence(outcome))
             }
         }
