@@ -1,26 +1,10 @@
 import Foundation
 import GRDB
+import ReseedTesting
 import Testing
 @testable import ReseedPackaging
 
-/// SplitMix64: a fixed seed gives the same cases on every run and every machine.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
-    mutating func pick<T>(_ items: [T]) -> T { items[int(0..<items.count)] }
-
+extension SplitMix64 {
     /// Text rich in what CSV and JSON must carry: separators, quotes, CR, LF, non-ASCII, astral scalars.
     mutating func text(maxScalars: Int) -> String {
         let special: [Unicode.Scalar] = [",", "\"", "\n", "\r", " ", "\t", "\\", "/", "é", "\u{2028}", "\u{FEFF}", "𝄞", "\u{0}"]

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedTesting
 import Testing
 @testable import ReseedPackaging
 

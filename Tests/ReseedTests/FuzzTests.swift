@@ -1,25 +1,9 @@
 import Foundation
+import ReseedTesting
 import Testing
 @testable import Reseed
 
-/// SplitMix64: a fixed seed gives the same cases on every run and every machine.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
-    mutating func pick<T>(_ items: [T]) -> T { items[int(0..<items.count)] }
-
+extension SplitMix64 {
     /// A scalar from a mix of ranges: ASCII, controls, Latin-1, BMP, astral, combining marks, separators, the BOM.
     mutating func scalar(controls: Bool = true) -> Unicode.Scalar {
         let ranges: [ClosedRange<UInt32>] = [0x20...0x7E, 0x20...0x7E, 0x00...0x1F, 0x7F...0xFF, 0x100...0x7FF, 0x800...0xFFFD,

@@ -1,4 +1,5 @@
 import Foundation
+import ReseedTesting
 import Testing
 @testable import Reseed
 
