@@ -7,6 +7,7 @@ import Darwin
 #endif
 import Crypto
 import Foundation
+import Synchronization
 import SystemPackage
 
 /// A database file's size, SHA-256 and header, read in one pass.
@@ -21,9 +22,22 @@ package struct FileFacts: Sendable {
     package init(path: String, directory: Directory? = nil, name: String? = nil) throws {
         let fd = try FileSystem().reading("open", path) { () throws(Errno) in try Syscalls.openat(AT_FDCWD, path, O_RDONLY) }
         defer { try? Syscalls.close(fd) }
-        if let directory, let name { try directory.sync(fd, name: name) }
-        let digest = try FileSystem().reading("read", path) { () throws(Errno) in
-            try FileCopier.hash(fd)
+        let digest: (bytes: Int64, sha256: String)
+        if let directory, let name {
+            // fsync on another thread while this one hashes (from the page cache): on 2 cores, one costs nothing.
+            let synced = DispatchGroup()
+            let failure = Mutex<(any Error)?>(nil)
+            DispatchQueue.global().async(group: synced) {
+                do { try directory.sync(fd, name: name) } catch { failure.withLock { $0 = error } }
+            }
+            let hashed = Result { () throws(FileSystemFailure) in
+                try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(fd) }
+            }
+            synced.wait()
+            if let error = failure.withLock({ $0 }) { throw error }
+            digest = try hashed.get()
+        } else {
+            digest = try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(fd) }
         }
         let headerBytes = try FileSystem().reading("read", path) { () throws(Errno) in
             try Syscalls.pread(fd, count: StoreHeader.size, at: 0)
