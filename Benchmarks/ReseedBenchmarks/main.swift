@@ -103,6 +103,8 @@ func install(seed: URL, work: URL, verification: Verification, rounds: Int) thro
     let seedFile = try Seed(at: seed).fileURL.path
     for round in 0..<rounds {
         let data = work.appendingPathComponent("install-\(round)")
+        // Each measured run starts with no dirty pages left by the one before (writeback would land on it).
+        sync()
         ours.append(try time {
             let outcome = try Launcher(seed: seed, dataDirectory: data, configuration: configuration).prepare()
             precondition(outcome.action == .installed && outcome.version == manifest.version)
@@ -112,8 +114,10 @@ func install(seed: URL, work: URL, verification: Verification, rounds: Int) thro
         let command = verification == .size
             ? "cp '\(seedFile)' '\(copy)' && sync '\(copy)'"
             : "openssl dgst -sha256 '\(seedFile)' > /dev/null"
+        sync()
         reference.append(try time { try shell(command) })
         if verification == .checksum {
+            sync()
             // The floor under any durable install: the bytes written and synced.
             durableCopy.append(try time { try shell("cp '\(seedFile)' '\(copy)' && sync '\(copy)'") })
         }
