@@ -35,36 +35,43 @@ struct CSVLoader {
             throw PackagingError.wrapping(error, path: path, line: 1)
         }
         let handle = statement.sqliteStatement
+        let readAhead = CSVReadAhead(parser, columns: columns.count)
+        defer { readAhead.stop() }
         var unescaped = [[UInt8]](repeating: [], count: columns.count)
         var rows = 0
-        while let record = try parser.nextRecord(expecting: columns.count) {
-            for (index, field) in record.fields.enumerated() {
-                let start = bytes.baseAddress! + field.start
-                let length = Int32(field.end - field.start)
-                switch field.kind {
-                case .unquoted where length == 0:
-                    sqlite3_bind_null(handle, Int32(index + 1))
-                case .unquoted, .quoted:
-                    sqlite3_bind_text(handle, Int32(index + 1), start.assumingMemoryBound(to: CChar.self), length, nil)
-                case .quotedWithEscapes:
-                    CSVParser.unescape(UnsafeRawBufferPointer(start: start, count: Int(length)), into: &unescaped[index])
-                    unescaped[index].withUnsafeBufferPointer { buffer in
-                        buffer.withMemoryRebound(to: CChar.self) {
-                            _ = sqlite3_bind_text(handle, Int32(index + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT)
+        while true {
+            let batch = readAhead.next()
+            for (record, line) in batch.lines.enumerated() {
+                for index in 0..<columns.count {
+                    let field = batch.fields[record * columns.count + index]
+                    let start = bytes.baseAddress! + field.start
+                    let length = Int32(field.end - field.start)
+                    switch field.kind {
+                    case .unquoted where length == 0:
+                        sqlite3_bind_null(handle, Int32(index + 1))
+                    case .unquoted, .quoted:
+                        sqlite3_bind_text(handle, Int32(index + 1), start.assumingMemoryBound(to: CChar.self), length, nil)
+                    case .quotedWithEscapes:
+                        CSVParser.unescape(UnsafeRawBufferPointer(start: start, count: Int(length)), into: &unescaped[index])
+                        unescaped[index].withUnsafeBufferPointer { buffer in
+                            buffer.withMemoryRebound(to: CChar.self) {
+                                _ = sqlite3_bind_text(handle, Int32(index + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT)
+                            }
                         }
                     }
                 }
+                let code = sqlite3_step(handle)
+                sqlite3_reset(handle)
+                guard code == SQLITE_DONE else {
+                    let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+                    throw PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(message)")
+                }
+                rows += 1
+                if rows % Self.progressInterval == 0 { progress?(rows) }
             }
-            let code = sqlite3_step(handle)
-            sqlite3_reset(handle)
-            guard code == SQLITE_DONE else {
-                let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-                throw PackagingError(.rowRejected, path: path, line: record.line, message: "SQLite refused the row: \(message)")
-            }
-            rows += 1
-            if rows % Self.progressInterval == 0 { progress?(rows) }
+            if let error = batch.error { throw error }
+            if batch.isLast { return rows }
         }
-        return rows
     }
 
     /// The header names, each checked to be a column of the table, once.

@@ -1,0 +1,90 @@
+import Dispatch
+import Synchronization
+
+/// Parses a CSV file ahead, on another thread, in batches of records, while the caller inserts:
+/// on 2 cores the parsing costs no time beside SQLite's single-threaded insertion.
+final class CSVReadAhead: Sendable {
+    /// Records parsed in one go: their fields, `columns` at a time, and the line each starts on.
+    struct Batch: Sendable {
+        var fields: [CSVParser.Field] = []
+        var lines: [Int] = []
+        var error: PackagingError?
+        var isLast = false
+    }
+
+    /// How many records a batch holds, and how many batches may wait parsed.
+    static let batchSize = 4096
+    static let depth = 3
+
+    private struct Queue {
+        var batches: [Batch] = []
+        var cancelled = false
+    }
+
+    private let queue = Mutex(Queue())
+    private let filled = DispatchSemaphore(value: 0)
+    private let free = DispatchSemaphore(value: CSVReadAhead.depth)
+    private let finished = DispatchGroup()
+
+    /// Starts parsing with `parser` (past the header), each record `columns` fields wide.
+    init(_ parser: CSVParser, columns: Int) {
+        let source = ParserBox(parser)
+        finished.enter()
+        DispatchQueue.global().async { [self] in
+            produce(source, columns: columns)
+            finished.leave()
+        }
+    }
+
+    private func produce(_ source: ParserBox, columns: Int) {
+        var parser = source.parser
+        while true {
+            free.wait()
+            if queue.withLock({ $0.cancelled }) { return }
+            var batch = Batch()
+            batch.fields.reserveCapacity(Self.batchSize * columns)
+            batch.lines.reserveCapacity(Self.batchSize)
+            do {
+                for _ in 0..<Self.batchSize {
+                    guard let record = try parser.nextRecord(expecting: columns) else {
+                        batch.isLast = true
+                        break
+                    }
+                    batch.fields.append(contentsOf: record.fields)
+                    batch.lines.append(record.line)
+                }
+            } catch {
+                batch.error = error
+                batch.isLast = true
+            }
+            let last = batch.isLast
+            queue.withLock { $0.batches.append(batch) }
+            filled.signal()
+            if last { return }
+        }
+    }
+
+    /// The next batch, in order; its `isLast` ends the file.
+    func next() -> Batch {
+        filled.wait()
+        let batch = queue.withLock { $0.batches.removeFirst() }
+        free.signal()
+        return batch
+    }
+
+    /// Stops the parser (if it still runs) and waits until it has: the bytes it reads may then go.
+    func stop() {
+        queue.withLock { $0.cancelled = true }
+        free.signal()
+        finished.wait()
+    }
+}
+
+/// The parser handed to the read-ahead thread.
+///
+/// `@unchecked Sendable`: it holds a pointer into the step's bytes, which the loader keeps alive
+/// until `CSVReadAhead.stop()` has returned, and only the read-ahead thread uses it.
+private struct ParserBox: @unchecked Sendable {
+    let parser: CSVParser
+    init(_ parser: CSVParser) { self.parser = parser }
+}
