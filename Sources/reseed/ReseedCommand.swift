@@ -4,7 +4,7 @@ import Logging
 
 /// `reseed`: ship versioned SQLite seeds and keep the app's store current.
 @main
-struct ReseedCommand: ParsableCommand {
+struct ReseedCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reseed",
         abstract: "Ship versioned SQLite seed databases and keep an app's store current.",
@@ -12,7 +12,7 @@ struct ReseedCommand: ParsableCommand {
             Defaults come from reseed.json in the current folder (see README.md), so in this \
             repository `reseed package` rebuilds the example and `reseed launch` installs it.
             """,
-        subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self])
+        subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self, Keygen.self, Publish.self, Update.self])
 }
 
 /// Options every command that logs shares.
@@ -32,6 +32,20 @@ struct LoggingOptions: ParsableArguments {
 func reportingErrors(_ body: () throws -> Void) throws {
     do {
         try body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch let error as ValidationError {
+        throw error
+    } catch {
+        Terminal.error("\(error)")
+        throw ExitCode.failure
+    }
+}
+
+/// The async form of ``reportingErrors(_:)``.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
     } catch let exit as ExitCode {
         throw exit
     } catch let error as ValidationError {

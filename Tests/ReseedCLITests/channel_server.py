@@ -22,6 +22,7 @@ and when its body ends (or the client leaves): {"done": path, "sent": body bytes
 import email.utils
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -196,6 +197,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
+    # A child of a test runner may inherit a signal mask that blocks SIGTERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     print("PORT %d" % server.server_address[1], flush=True)

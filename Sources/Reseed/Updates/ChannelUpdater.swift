@@ -229,7 +229,7 @@ public struct ChannelUpdater: Sendable {
     private func remember(_ fetched: SignedManifest, version: String, in context: Context) throws(ReseedError) {
         let validators = ChannelValidators(
             url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: version)
-        guard validators.etag != nil || validators.lastModified != nil else { return }
+        guard validators.etag != nil || validators.lastModified != nil, validators != context.validators else { return }
         _ = try context.launcher.preferences.record(
             [(key: ChannelValidators.key, json: validators.json)], for: context.name,
             timeout: context.launcher.configuration.lockTimeout, logger: context.launcher.configuration.logger)
