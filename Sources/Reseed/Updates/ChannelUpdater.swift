@@ -44,6 +44,7 @@ public struct ChannelUpdater: Sendable {
         /// Called while the seed downloads with (bytes in the file, total bytes). Default nil.
         public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
 
+        /// The defaults.
         public init() {}
     }
 
@@ -58,6 +59,7 @@ public struct ChannelUpdater: Sendable {
             case upToDate
         }
 
+        /// Whether the store changed.
         public var action: Action
         /// The store name.
         public var name: String
@@ -84,6 +86,7 @@ public struct ChannelUpdater: Sendable {
     public let channelURL: URL
     /// The key the channel's manifest must be signed with.
     public let publicKey: ChannelPublicKey
+    /// The timeout, the downgrade switch and the progress callback.
     public var configuration: Configuration
     let target: Target
 
