@@ -251,6 +251,33 @@ import Testing
         #expect(error?.message == "the channel offers the store 'other'; this store is 'items'")
     }
 
+    @Test func publishWritesTheSeedThenTheSignatureThenTheManifest() throws {
+        let sandbox = try ChannelSandbox()
+        let log = ActionLog()
+        var publisher = ChannelPublisher(channel: sandbox.channel, privateKey: sandbox.key)
+        publisher.fileSystem = FileSystem(observer: log)
+        try publisher.publish(try sandbox.seed("1.1.0"))
+        let durable = log.actions.filter { $0.kind == .rename || $0.kind == .syncDirectory }.map { action in
+            action.kind == .rename ? "rename " + URL(fileURLWithPath: action.path).lastPathComponent : "syncDirectory"
+        }
+        #expect(durable == [
+            "rename items-1.1.0.sqlite", "syncDirectory",
+            "rename channel.json.sig", "syncDirectory",
+            "rename channel.json", "syncDirectory",
+        ])
+        let manifest = try Data(contentsOf: sandbox.channel.appendingPathComponent("channel.json"))
+        let signature = try String(contentsOf: sandbox.channel.appendingPathComponent("channel.json.sig"), encoding: .utf8)
+        #expect(sandbox.key.publicKey.isValidSignature(try #require(Data(base64Encoded: signature.trimmingCharacters(in: .newlines))), for: manifest))
+        #expect(try ChannelManifest.decode(Array(manifest), source: "channel.json").file == "items-1.1.0.sqlite")
+
+        // A published file never changes: other bytes under the same version are refused, the channel untouched.
+        let impostor = try SeedFixture(name: "items", version: "1.1.0", sql: ["CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)"])
+            .build(in: sandbox.directory.appending("impostor"))
+        let error = #expect(throws: ReseedError.self) { try sandbox.publish(impostor) }
+        #expect(error?.message.hasPrefix("the channel already holds items-1.1.0.sqlite with other bytes") == true)
+        #expect(try Data(contentsOf: sandbox.channel.appendingPathComponent("channel.json")) == manifest)
+    }
+
     @Test func aLaunchAfterAnUpdateKeepsTheDownloadedNewerSeed() async throws {
         let sandbox = try ChannelSandbox()
         let bundled = try sandbox.seed("1.0.0")
@@ -339,6 +366,14 @@ import Testing
         #expect(try sandbox.labels().count == 4)
         #expect(try sandbox.launch(bundled).version == "1.1.0")
     }
+}
+
+/// Records the file actions of a publish, in order.
+final class ActionLog: FileSystemObserver {
+    private let entries = Mutex<[FileAction]>([])
+    func willPerform(_ action: FileAction) throws {}
+    func didPerform(_ action: FileAction) throws { entries.withLock { $0.append(action) } }
+    var actions: [FileAction] { entries.withLock { $0 } }
 }
 
 /// Progress reports collected from another thread.

@@ -86,7 +86,7 @@ import Testing
         #expect(status["upToDate"] as? Bool == true)
         #expect(status["source"] as? String == "download")
 
-        // Publishing the same seed again changes nothing; another seed under the same name is refused.
+        // Publishing the same seed again changes nothing.
         let again = try ReseedBinary.run(["publish", newer.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", privateKey, "--json"])
         #expect(again.status == 0)
         #expect(try jsonObject(again.stdout)["copied"] as? Bool == false)

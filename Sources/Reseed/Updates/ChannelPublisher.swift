@@ -47,6 +47,8 @@ public struct ChannelPublisher: Sendable {
     public var privateKey: ChannelPrivateKey
     /// How long to wait for another publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
+    /// The seam every file action goes through (tests observe the order of the actions with it).
+    package var fileSystem = FileSystem()
 
     /// A publisher into the folder `channel`, signing with `privateKey`.
     public init(channel: URL, privateKey: ChannelPrivateKey) {
@@ -60,8 +62,9 @@ public struct ChannelPublisher: Sendable {
     ///   when the seed file does not match its own manifest; ``ReseedError/Code/invalidArgument``
     ///   when the channel holds another file under the seed's name; ``ReseedError/Code/io``;
     ///   ``ReseedError/Code/lockTimeout``. The channel then still offers what it offered before.
+    @discardableResult
     public func publish(_ seed: Seed) throws(ReseedError) -> Result {
-        let directory = try during(.publish, path: channel.path) { try FileSystem().openDirectory(channel, create: true) }
+        let directory = try during(.publish, path: channel.path) { try fileSystem.openDirectory(channel, create: true) }
         let lockName = ".channel.reseed-lock"
         let lock = try during(.lock, path: directory.path(lockName)) { try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout) }
         guard let lock else {
