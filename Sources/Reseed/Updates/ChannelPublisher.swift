@@ -22,6 +22,8 @@ import SystemPackage
 /// A client that reads the new signature with the old manifest (between 2 and 3) finds
 /// they do not match and reads the pair once more. Older seed files are left in place
 /// for clients still downloading them; remove them when no client can need them.
+/// Publishes into one folder are serialised by the empty lock file `.channel.reseed-lock`
+/// there, which clients never read (no need to upload it).
 ///
 /// ```swift
 /// let publisher = ChannelPublisher(channel: URL(filePath: "site/triage"), privateKey: try ChannelPrivateKey(contentsOf: keyFile))
