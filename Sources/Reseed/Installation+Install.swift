@@ -19,6 +19,7 @@ extension Installation {
         ])
         outcome.action = .installed
         outcome.reason = reason
+        outcome.source = source
         outcome.verification = configuration.verification
         outcome.removedLeftovers = try during(.cleanUp, path: directory.url.path) {
             try directory.removeTemporaryFiles(for: storeName)

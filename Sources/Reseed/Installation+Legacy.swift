@@ -64,8 +64,9 @@ extension Installation {
         let legacyPreferences = PreferencesFile(
             url: legacy.preferencesURL ?? legacy.storeURL.deletingLastPathComponent().appendingPathComponent(PreferencesFile.defaultFileName, isDirectory: false),
             fileSystem: directory.fileSystem)
-        if let version = try? legacyPreferences.recordedVersion(of: legacy.recordedName ?? manifest.name) {
-            _ = try preferences.record(version: version, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+        if let entry = try? legacyPreferences.readEntries().entries[legacy.recordedName ?? manifest.name], let version = entry.version {
+            _ = try preferences.record(version: version, source: entry.source ?? .bundle, for: manifest.name,
+                                       timeout: configuration.lockTimeout, logger: logger)
         }
         try during(.adoptLegacyStore, path: legacyPath) {
             if let source {

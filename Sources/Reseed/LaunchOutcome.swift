@@ -11,7 +11,8 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public enum Action: String, Sendable, Hashable, Codable {
         /// The bundled seed was copied in and replaced whatever was there.
         case installed
-        /// The store already held the shipped version; nothing was written.
+        /// The store already held the shipped version, or a downloaded seed the shipped one
+        /// is not newer than (see ``SeedSource``); nothing was written.
         case upToDate
         /// The store already held the shipped version (its embedded name and
         /// version say so) but the preferences did not record it: the version
@@ -23,7 +24,8 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public enum Reason: String, Sendable, Hashable, Codable {
         /// No store and no recorded version: a first launch.
         case fresh
-        /// The recorded version differs from the shipped one.
+        /// The recorded version differs from the shipped one (and is not a download the
+        /// shipped seed is older than, or as old as).
         case versionChanged
         /// A version is recorded but the store file is gone.
         case storeMissing
@@ -40,8 +42,11 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public var reason: Reason?
     /// The store name.
     public var name: String
-    /// The shipped seed version, which the store now holds.
+    /// The seed version the store now holds: the shipped one, or a newer one downloaded
+    /// from a channel that the launch kept (then ``source`` is ``SeedSource/download``).
     public var version: String
+    /// Where the seed the store holds came from. Default ``SeedSource/bundle``.
+    public var source: SeedSource = .bundle
     /// The version recorded before this launch, if any.
     public var previousVersion: String?
     /// Upgrade or downgrade, when a recorded version was replaced and both parse as SemVer.

@@ -15,6 +15,8 @@ struct Installation {
     let seed: Seed
     let directory: Directory
     let preferences: PreferencesFile
+    /// Where `seed` comes from, recorded beside its version. Default the bundle.
+    var source: SeedSource = .bundle
 
     var manifest: SeedManifest { seed.manifest }
     var configuration: Launcher.Configuration { launcher.configuration }
@@ -27,14 +29,15 @@ struct Installation {
 
     func run(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
         let adoption = try adoptLegacyStore()
-        var contents = try preferences.read()
+        var (contents, entries) = try preferences.readEntries()
         var movedAside: URL?
         if case .corrupt(let why) = contents {
             logger.warning("preferences file is corrupt", metadata: ["path": "\(preferences.url.path)", "reason": "\(why)"])
             movedAside = try preferences.moveAsideIfCorrupt(timeout: configuration.lockTimeout, logger: logger)
-            contents = try preferences.read()
+            (contents, entries) = try preferences.readEntries()
         }
         let recorded: String? = if case .valid(let versions) = contents { versions[manifest.name] } else { nil }
+        let recordedSource = entries[manifest.name]?.source ?? .bundle
         let state = try storeState()
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded,
@@ -49,6 +52,18 @@ struct Installation {
         if let recorded {
             if recorded == manifest.version, state == .sqlite {
                 logger.debug("store is up to date", metadata: ["store": "\(storePath)", "version": "\(recorded)"])
+                outcome.source = recordedSource
+                return outcome
+            }
+            // A seed downloaded while the app ran stays until the bundle brings a newer one
+            // (or it turns out unusable: missing, not SQLite here; failing to open, in launch()).
+            if recordedSource == .download, state == .sqlite, !SeedVersion(manifest.version).isNewer(than: SeedVersion(recorded)) {
+                logger.debug("store holds a downloaded seed the bundled one is not newer than; keeping it", metadata: [
+                    "store": "\(storePath)", "version": "\(recorded)", "bundled": "\(manifest.version)",
+                ])
+                outcome.version = recorded
+                outcome.change = nil
+                outcome.source = .download
                 return outcome
             }
             let reason: LaunchOutcome.Reason = switch state {
@@ -96,6 +111,6 @@ struct Installation {
     }
 
     func recordVersion() throws(ReseedError) -> URL? {
-        try preferences.record(version: manifest.version, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+        try preferences.record(version: manifest.version, source: source, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
     }
 }

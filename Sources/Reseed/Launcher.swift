@@ -6,7 +6,9 @@ import Logging
 ///
 /// Call it once at startup. When the version recorded in the preferences
 /// equals the shipped one and the store is there, it only reads two small
-/// JSON files and the store's first 16 bytes, then opens the store. Otherwise
+/// JSON files and the store's first 16 bytes, then opens the store. So it does
+/// when the store holds a seed downloaded from a channel that the shipped one is
+/// not newer than (see ``SeedSource``). Otherwise
 /// it installs the bundled seed safely, and a crash at any instant leaves
 /// either the old store with its recorded version or the new store:
 ///

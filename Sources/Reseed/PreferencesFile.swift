@@ -8,11 +8,15 @@ import Logging
 /// key `"reseed"`, an object keyed by store name:
 ///
 /// ```json
-/// {"theme": "dark", "reseed": {"triage": {"version": "2.0.0"}}}
+/// {"theme": "dark", "reseed": {"triage": {"version": "2.0.0", "source": "bundle"}}}
 /// ```
 ///
 /// Each store's entry holds `"version"`: the seed version installed in that
-/// store. Reseed changes only that value; other keys of the entry, other
+/// store; `"source"`: where that seed came from (``SeedSource``: `"bundle"` or
+/// `"download"`); and, once a ``ChannelUpdater`` has checked a channel,
+/// `"channel"`: the channel's URL, the manifest's `ETag`/`Last-Modified` and the
+/// version they describe, so that the next check is a conditional request.
+/// Reseed changes only those values; other keys of the entry, other
 /// stores' entries and every other key of the file are kept byte for byte.
 /// Writes are atomic and durable (temp file, fsync, rename, directory fsync)
 /// and serialised across processes by a lock file
@@ -51,17 +55,39 @@ public struct PreferencesFile: Sendable {
     var fileName: String { url.lastPathComponent }
     var lockName: String { ".\(fileName).reseed-lock" }
 
+    /// What the file records for one store.
+    struct Entry: Sendable, Equatable {
+        /// The installed seed version, when the entry has a string `"version"`.
+        var version: String?
+        /// Where that seed came from, when the entry says (nil for entries written before Reseed recorded it).
+        var source: SeedSource?
+        /// The whole entry, for the keys other parts of Reseed keep there (a channel's validators).
+        var node: JSONNode
+    }
+
     /// Reads the file. Reading needs no lock: writers replace it atomically.
     ///
     /// - Throws: ``ReseedError`` (step `readPreferences`) when the file cannot be read or is over 16 MiB.
     public func read() throws(ReseedError) -> Contents {
-        try Self.contents(of: readBytes())
+        try readEntries().contents
+    }
+
+    /// Reads the file once: its contents, and each store's entry when it is a JSON object.
+    func readEntries() throws(ReseedError) -> (contents: Contents, entries: [String: Entry]) {
+        Self.parse(try readBytes())
     }
 
     /// The recorded version of the store `name`, or nil.
     public func recordedVersion(of name: String) throws(ReseedError) -> String? {
         if case .valid(let versions) = try read() { return versions[name] }
         return nil
+    }
+
+    /// Where the seed recorded for the store `name` came from: nil when nothing is recorded,
+    /// ``SeedSource/bundle`` for an entry that does not say.
+    public func recordedSource(of name: String) throws(ReseedError) -> SeedSource? {
+        guard let entry = try readEntries().entries[name], entry.version != nil else { return nil }
+        return entry.source ?? .bundle
     }
 
     func readBytes() throws(ReseedError) -> [UInt8]? {
@@ -72,28 +98,44 @@ public struct PreferencesFile: Sendable {
     }
 
     static func contents(of bytes: [UInt8]?) -> Contents {
-        guard let bytes else { return .missing }
+        parse(bytes).contents
+    }
+
+    static func parse(_ bytes: [UInt8]?) -> (contents: Contents, entries: [String: Entry]) {
+        guard let bytes else { return (.missing, [:]) }
         let root: JSONNode
         do {
             root = try JSONNode.parse(bytes)
         } catch {
-            return .corrupt(reason: "not valid JSON: \(error)")
+            return (.corrupt(reason: "not valid JSON: \(error)"), [:])
         }
-        guard case .object = root.value else { return .corrupt(reason: "the JSON is \(root.kindName), not an object") }
+        guard case .object = root.value else { return (.corrupt(reason: "the JSON is \(root.kindName), not an object"), [:]) }
         var versions: [String: String] = [:]
+        var entries: [String: Entry] = [:]
         if case .object(let stores)? = root[key]?.value {
             // A repeated store name: the last entry counts, as for every key (and as JSONEdit writes it).
-            for store in stores { versions[store.key] = store.value["version"]?.string }
+            for store in stores {
+                let version = store.value["version"]?.string
+                versions[store.key] = version
+                entries[store.key] = Entry(
+                    version: version, source: store.value["source"]?.string.flatMap(SeedSource.init(rawValue:)), node: store.value)
+            }
         }
-        return .valid(versions: versions)
+        return (.valid(versions: versions), entries)
     }
 
-    /// Records `version` for the store `name`, keeping everything else in the file.
+    /// Records `version` and its `source` for the store `name`, keeping everything else in the file.
     ///
     /// A missing file is created. Under the preferences lock the file is read
     /// again, so a concurrent writer's change is never lost; a file found
     /// corrupt there is moved aside first and its new location returned.
-    func record(version: String, for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
+    func record(version: String, source: SeedSource, for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
+        try record([("version", JSONNode.quote(version)), ("source", JSONNode.quote(source.rawValue))], for: name, timeout: timeout, logger: logger)
+    }
+
+    /// Sets keys of the store `name`'s entry to values given as JSON text, in one atomic write,
+    /// keeping every other byte of the file; as ``record(version:source:for:timeout:logger:)`` does.
+    func record(_ values: [(key: String, json: String)], for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
         try withLock(timeout: timeout) { directory throws(ReseedError) in
             var movedAside: URL?
             var bytes = try readBytes()
@@ -103,12 +145,19 @@ public struct PreferencesFile: Sendable {
                 bytes = nil
                 root = nil
             }
-            let valueJSON = JSONNode.quote(version)
             let updated: [UInt8]
-            if let bytes, let root {
-                updated = JSONEdit.set([Self.key, name, "version"], to: valueJSON, in: bytes, root: root)
+            if var edited = bytes, var parsed = root {
+                for (index, value) in values.enumerated() {
+                    edited = JSONEdit.set([Self.key, name, value.key], to: value.json, in: edited, root: parsed)
+                    // Each splice moves the offsets after it: parse again before the next one.
+                    if index < values.count - 1 {
+                        parsed = try during(.recordVersion, path: url.path) { try JSONNode.parse(edited) }
+                    }
+                }
+                updated = edited
             } else {
-                updated = Array("{\n  \(JSONNode.quote(Self.key)): {\(JSONNode.quote(name)): {\"version\": \(valueJSON)}}\n}\n".utf8)
+                let entry = values.map { JSONNode.quote($0.key) + ": " + $0.json }.joined(separator: ", ")
+                updated = Array("{\n  \(JSONNode.quote(Self.key)): {\(JSONNode.quote(name)): {\(entry)}}\n}\n".utf8)
             }
             try during(.recordVersion, path: url.path) {
                 try directory.removeTemporaryFiles(for: fileName)

@@ -38,12 +38,26 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         public static let database = Code(rawValue: "database")
         /// An argument or configuration value that cannot work.
         public static let invalidArgument = Code(rawValue: "invalidArgument")
+        /// A transfer from a channel failed: no answer within the timeout, a connection lost,
+        /// an HTTP status that is not a success (see ``ReseedError/httpStatus``), or a server
+        /// that sent more bytes than announced. Worth retrying later; a seed download resumes.
+        public static let download = Code(rawValue: "download")
+        /// A channel manifest's signature does not verify with the app's public key: the
+        /// manifest or its signature was changed, or another key signed it.
+        public static let signature = Code(rawValue: "signature")
+        /// A correctly signed channel manifest that this app must not install: it is larger than
+        /// the limit, for another store, needs a newer Reseed, or is not newer than the installed seed.
+        public static let channelRefused = Code(rawValue: "channelRefused")
     }
 
     /// The step of the work that failed, in the order the launcher takes them.
     public enum Step: String, Sendable, Hashable, CaseIterable {
         case prepareDirectory, readManifest, lock, adoptLegacyStore, readPreferences, inspectStore, copy, verify
         case checkStoreNotInUse, removeSidecars, replace, recordVersion, open, cleanUp
+        /// Updating from a channel: fetching `channel.json` and its signature, checking them, downloading the seed.
+        case fetchManifest, checkSignature, checkManifest, download
+        /// Channel keys and publishing (`reseed keygen`, `reseed publish`).
+        case readKey, writeKey, publish
     }
 
     public var code: Code
@@ -56,12 +70,16 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
     public var errno: Errno?
     /// The underlying SQLite error.
     public var databaseError: DatabaseError?
+    /// The URL concerned, for a failure talking to a channel.
+    public var url: URL?
+    /// The HTTP status the server answered, when it was not the expected one.
+    public var httpStatus: Int?
     /// What went wrong, in one sentence.
     public var message: String
 
     public init(
         _ code: Code, step: Step, path: String? = nil, field: String? = nil,
-        errno: Errno? = nil, databaseError: DatabaseError? = nil, message: String
+        errno: Errno? = nil, databaseError: DatabaseError? = nil, url: URL? = nil, httpStatus: Int? = nil, message: String
     ) {
         self.code = code
         self.step = step
@@ -69,12 +87,15 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         self.field = field
         self.errno = errno
         self.databaseError = databaseError
+        self.url = url
+        self.httpStatus = httpStatus
         self.message = message
     }
 
-    /// One line: the step, the message, the path and the underlying cause.
+    /// One line: the step, the message, the URL, the path and the underlying cause.
     public var description: String {
         var text = "\(step.rawValue): \(message)"
+        if let url { text += " (\(url.absoluteString))" }
         if let path { text += " (\(path))" }
         if let errno { text += " [errno \(errno.rawValue): \(errno.description)]" }
         if let databaseError { text += " [SQLite \(databaseError.resultCode.rawValue): \(databaseError.message ?? "\(databaseError.resultCode)")]" }

@@ -185,12 +185,14 @@ extension SeedManifest {
 }
 
 /// Field-by-field reading of a manifest's JSON, each failure naming the manifest and the field.
-private struct ManifestFields {
+struct ManifestFields {
     let root: JSONNode
     let path: String
+    /// The step failures name.
+    var step: ReseedError.Step = .readManifest
 
     func invalid(_ field: String?, _ message: String) -> ReseedError {
-        ReseedError(.invalidManifest, step: .readManifest, path: path, field: field,
+        ReseedError(.invalidManifest, step: step, path: path, field: field,
                     message: field.map { "field \"\($0)\": \(message)" } ?? message)
     }
 

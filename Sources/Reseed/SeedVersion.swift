@@ -1,7 +1,9 @@
 /// A seed version: any non-empty string, compared as Semantic Versioning 2.0 when it parses as such.
 ///
-/// The launcher installs on *any* difference (the bundle is the truth); the
-/// SemVer order only says whether a change was an upgrade or a downgrade.
+/// The launcher installs a bundled seed over another bundled one on *any*
+/// difference (the bundle is the truth), and there the SemVer order only says
+/// whether a change was an upgrade or a downgrade. Against a downloaded seed,
+/// and for what a channel offers, the order decides (``isNewer(than:)``).
 ///
 /// ```swift
 /// SeedVersion("2.0.0").change(from: SeedVersion("1.4.2")) // .upgrade
@@ -50,6 +52,20 @@ public struct SeedVersion: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { text }
+
+    /// True when both versions are SemVer and this one has the higher precedence.
+    ///
+    /// The rule for seeds from two sources: a bundled seed replaces a downloaded one only
+    /// when `bundled.isNewer(than: downloaded)`; a channel's seed is installed only when
+    /// `offered.isNewer(than: installed)`. A version that is not SemVer is never newer.
+    ///
+    /// ```swift
+    /// SeedVersion("2.1.0").isNewer(than: SeedVersion("2.1.0-beta.2")) // true
+    /// SeedVersion("2.1.0").isNewer(than: SeedVersion("2.1.0+build.7")) // false: build metadata does not count
+    /// ```
+    public func isNewer(than other: SeedVersion) -> Bool {
+        change(from: other) == .upgrade
+    }
 
     /// `.upgrade` or `.downgrade` when both versions are SemVer and their precedence differs; nil otherwise.
     public func change(from previous: SeedVersion) -> Change? {

@@ -87,6 +87,7 @@ extension ReseedCommand {
                 ("reason", .optional(outcome.reason?.rawValue)),
                 ("name", .string(outcome.name)),
                 ("version", .string(outcome.version)),
+                ("source", .string(outcome.source.rawValue)),
                 ("previousVersion", .optional(outcome.previousVersion)),
                 ("change", .optional(outcome.change?.rawValue)),
                 ("store", .string(outcome.storeURL.path)),
@@ -103,7 +104,7 @@ extension ReseedCommand {
             var text: String
             switch outcome.action {
             case .upToDate:
-                text = "\(outcome.name) is up to date at \(outcome.version)"
+                text = "\(outcome.name) is up to date at \(outcome.version)" + (outcome.source == .download ? " (downloaded)" : "")
             case .repaired:
                 text = "\(outcome.name) \(outcome.version) was already installed; its version is recorded again (\(outcome.reason?.rawValue ?? ""))"
             case .installed:

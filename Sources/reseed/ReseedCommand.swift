@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Synchronization
 
 /// `reseed`: ship versioned SQLite seeds and keep the app's store current.
 @main
@@ -12,7 +13,7 @@ struct ReseedCommand: ParsableCommand {
             Defaults come from reseed.json in the current folder (see README.md), so in this \
             repository `reseed package` rebuilds the example and `reseed launch` installs it.
             """,
-        subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self])
+        subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self, Keygen.self, Publish.self, Update.self])
 }
 
 /// Options every command that logs shares.
@@ -40,6 +41,24 @@ func reportingErrors(_ body: () throws -> Void) throws {
         Terminal.error("\(error)")
         throw ExitCode.failure
     }
+}
+
+/// Runs async work from a command and waits for it on this thread.
+///
+/// The commands run on the main thread, synchronously (so the launch happens on the thread the
+/// process started on, as an app's startup does); only the channel update is async.
+func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    let box = Mutex<Result<T, any Error>?>(nil)
+    Task {
+        let result: Result<T, any Error>
+        do { result = .success(try await work()) } catch { result = .failure(error) }
+        box.withLock { $0 = result }
+        done.signal()
+    }
+    done.wait()
+    guard let result = box.withLock({ $0 }) else { preconditionFailure("the task signalled without a result") }
+    return try result.get()
 }
 
 /// The process's standard streams.

@@ -26,9 +26,15 @@ extension ReseedCommand {
                 let preferences = PreferencesFile(url: store.preferences.map(fileURL) ?? dataDirectory.appendingPathComponent(PreferencesFile.defaultFileName))
                 let contents = try preferences.read()
                 let recorded: String? = if case .valid(let versions) = contents { versions[storeName] } else { nil }
+                let source = try preferences.recordedSource(of: storeName)
                 let storeURL = dataDirectory.appendingPathComponent(storeName + ".sqlite")
                 let size = (try? FileManager.default.attributesOfItem(atPath: storeURL.path)[.size] as? Int64) ?? nil
-                let matches = shipped.map { recorded == $0.version && size != nil }
+                // The launcher's rule: a downloaded seed stays unless the shipped one is newer.
+                let matches = shipped.map { shipped in
+                    guard let recorded, size != nil else { return false }
+                    if recorded == shipped.version { return true }
+                    return source == .download && !SeedVersion(shipped.version).isNewer(than: SeedVersion(recorded))
+                }
                 let preferencesState: String = switch contents {
                 case .missing: "missing"
                 case .valid: "valid"
@@ -38,6 +44,7 @@ extension ReseedCommand {
                     Terminal.out(JSONOutput.object([
                         ("name", .string(storeName)),
                         ("recordedVersion", .optional(recorded)),
+                        ("source", .optional(source?.rawValue)),
                         ("shippedVersion", .optional(shipped?.version)),
                         ("upToDate", matches.map { .bool($0) } ?? .null),
                         ("store", .string(storeURL.path)),
@@ -49,7 +56,7 @@ extension ReseedCommand {
                     return
                 }
                 Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
-                Terminal.out("recorded:  \(recorded ?? "none") (preferences \(preferencesState): \(preferences.url.path))")
+                Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
                 Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
                 if let matches { Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
             }

@@ -57,11 +57,21 @@ import Testing
         var points: [String: [Int]] = [:]
         var totals: [String: Int] = [:]
         var ordinals: [Int: [String: Int]] = [:]
+        // strace counts `when=N` per thread, so the N-th call of every thread is failed: an ordinal is a
+        // point only if, in the dry run, no thread's N-th call of it is elsewhere (the loader's, say).
+        var collateralOrdinals: [String: Set<Int>] = [:]
         for call in dryRun.calls {
             let ordinal = (ordinals[call.thread]?[call.name] ?? 0) + 1
             ordinals[call.thread, default: [:]][call.name] = ordinal
             totals[call.name, default: 0] += 1
-            if scenario.touchesTarget(call.line), points[call.name]?.contains(ordinal) != true { points[call.name, default: []].append(ordinal) }
+            if scenario.touchesTarget(call.line) {
+                if points[call.name]?.contains(ordinal) != true { points[call.name, default: []].append(ordinal) }
+            } else {
+                collateralOrdinals[call.name, default: []].insert(ordinal)
+            }
+        }
+        for (call, ordinalsElsewhere) in collateralOrdinals {
+            points[call]?.removeAll { ordinalsElsewhere.contains($0) }
         }
 
         var outcomes: [String: Int] = [:]

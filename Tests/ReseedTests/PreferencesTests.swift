@@ -23,12 +23,13 @@ import Testing
         let written = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
         let expected = original.replacingOccurrences(
             of: #""reseed": {"other": {"version": "9", "note": "kept"}}"#,
-            with: #""reseed": {"other": {"version": "9", "note": "kept"}, "items": {"version": "1.0.0"}}"#)
+            with: #""reseed": {"other": {"version": "9", "note": "kept"}, "items": {"version": "1.0.0", "source": "bundle"}}"#)
         #expect(written == expected)
 
         try sandbox.install(try sandbox.seed("2.0.0"))
         let rewritten = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
-        #expect(rewritten == expected.replacingOccurrences(of: #""items": {"version": "1.0.0"}"#, with: #""items": {"version": "2.0.0"}"#))
+        #expect(rewritten == expected.replacingOccurrences(of: #""items": {"version": "1.0.0", "source": "bundle"}"#,
+                                                           with: #""items": {"version": "2.0.0", "source": "bundle"}"#))
     }
 
     @Test func filePermissionsSurviveARewrite() throws {

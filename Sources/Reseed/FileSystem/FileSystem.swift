@@ -133,10 +133,17 @@ package final class Directory: Sendable {
 
     package func path(_ name: String) -> String { basePath + name }
 
-    /// Creates `name` exclusively (`O_EXCL`, never following a link), mode 0644 less the umask.
-    package func createExclusive(_ name: String) throws -> Int32 {
+    /// Creates `name` exclusively (`O_EXCL`, never following a link), with `mode` (default 0644) less the umask.
+    package func createExclusive(_ name: String, mode: mode_t = 0o644) throws -> Int32 {
         try fileSystem.perform(.createFile, path(name)) { () throws(Errno) in
-            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644)
+            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
+        }
+    }
+
+    /// Opens `name` for reading and writing, creating it (mode 0644 less the umask) when missing, never following a link.
+    package func openForWriting(_ name: String) throws -> Int32 {
+        try fileSystem.perform(.createFile, path(name)) { () throws(Errno) in
+            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0o644)
         }
     }
 

@@ -156,6 +156,14 @@ package enum Syscalls {
         }
     }
 
+    /// `pwrite(2)` until all of `buffer` is written at `offset`.
+    package static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
+        var done = 0
+        while done < buffer.count {
+            done += try retrying { system_pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done)) }
+        }
+    }
+
     /// `copy_file_range(2)`: returns the count copied, 0 at end of file.
     package static func copyFileRange(from source: Int32, to destination: Int32, length: Int) throws(Errno) -> Int {
         try retrying { reseed_copy_file_range(source, destination, length) }
@@ -203,5 +211,6 @@ private func system_fstatat(_ a0: Int32, _ a1: String, _ a2: UnsafeMutablePointe
 private func system_read(_ a0: Int32, _ a1: UnsafeMutableRawPointer?, _ a2: Int) -> Int { read(a0, a1, a2) }
 private func system_pread(_ a0: Int32, _ a1: UnsafeMutableRawPointer, _ a2: Int, _ a3: off_t) -> Int { pread(a0, a1, a2, a3) }
 private func system_write(_ a0: Int32, _ a1: UnsafeRawPointer, _ a2: Int) -> Int { write(a0, a1, a2) }
+private func system_pwrite(_ a0: Int32, _ a1: UnsafeRawPointer, _ a2: Int, _ a3: off_t) -> Int { pwrite(a0, a1, a2, a3) }
 private func system_ftruncate(_ a0: Int32, _ a1: off_t) -> Int32 { ftruncate(a0, a1) }
 private func system_fchmod(_ a0: Int32, _ a1: mode_t) -> Int32 { fchmod(a0, a1) }

@@ -26,7 +26,9 @@ extension LiveStore {
     ///    the pool, swaps the files with the launcher's invariant (no other connection,
     ///    sidecars removed, rename, directory fsync, then the recorded version), reopens,
     ///    lets the held operations run on the new store, and sends
-    ///    ``Event/replaced(version:previousVersion:)``.
+    ///    ``Event/replaced(version:previousVersion:)``. The version is recorded with
+    ///    `"source": "download"`, so a later launch keeps it unless the bundled seed is newer
+    ///    (see ``SeedSource``).
     ///
     /// On any failure before the swap the old store stays open and usable, the
     /// error is thrown and sent as ``Event/replaceFailed(_:)``. A crash at any
@@ -99,7 +101,8 @@ extension LiveStore {
     private static func copyBeside(_ seed: Seed, launcher: Launcher) throws(ReseedError) -> PreparedCopy {
         let locked = try launcher.lockStore(seed.manifest)
         do throws(ReseedError) {
-            let installation = Installation(launcher: launcher, seed: seed, directory: locked.directory, preferences: launcher.preferences)
+            let installation = Installation(
+                launcher: launcher, seed: seed, directory: locked.directory, preferences: launcher.preferences, source: .download)
             _ = try during(.cleanUp, path: locked.directory.url.path) {
                 try locked.directory.removeTemporaryFiles(for: seed.manifest.storeFileName)
             }

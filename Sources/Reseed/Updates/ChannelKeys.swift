@@ -1,0 +1,176 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Crypto
+import Foundation
+import SystemPackage
+
+/// The key an app checks its channel's manifest with: an Ed25519 public key, shipped in the app.
+///
+/// Key files (`reseed keygen`) hold one line: the base64 of the key's 32-byte raw
+/// representation, then a newline. The same text can be compiled into the app.
+///
+/// ```swift
+/// let key = try ChannelPublicKey(base64: "q8f1yR7n0TkM4gO1QbqR3y2Gv2p3sTq6f9p2k8W0a1E=")
+/// ```
+public struct ChannelPublicKey: Sendable, Hashable {
+    /// The 32-byte raw representation; swift-crypto's key types are not `Sendable` on every platform.
+    let raw: Data
+
+    init(raw: Data) {
+        self.raw = raw
+    }
+
+    /// A key from its base64 text; whitespace around it is ignored.
+    ///
+    /// - Throws: ``ReseedError`` ``ReseedError/Code/invalidArgument`` (step `readKey`) when the
+    ///   text is not the base64 of 32 bytes.
+    public init(base64: String) throws(ReseedError) {
+        let raw = try ChannelKeyFile.decode(base64, source: "the public key text")
+        do {
+            self.raw = try Curve25519.Signing.PublicKey(rawRepresentation: raw).rawRepresentation
+        } catch {
+            throw ReseedError(.invalidArgument, step: .readKey, message: "not an Ed25519 public key: \(error)")
+        }
+    }
+
+    /// Reads a public key file written by `reseed keygen`.
+    ///
+    /// - Throws: ``ReseedError`` (step `readKey`) naming the file.
+    public init(contentsOf url: URL) throws(ReseedError) {
+        do {
+            try self.init(base64: try ChannelKeyFile.read(url))
+        } catch {
+            throw error.path == nil ? ReseedError(error.code, step: .readKey, path: url.path, message: error.message) : error
+        }
+    }
+
+    /// The key as one line of base64, as in a key file.
+    public var base64: String { raw.base64EncodedString() }
+
+    /// True when `signature` (64 bytes) is this key's Ed25519 signature of `message`.
+    public func isValidSignature(_ signature: Data, for message: Data) -> Bool {
+        guard signature.count == 64, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+}
+
+/// The key a publisher signs a channel's manifest with: an Ed25519 private key. Never ship it in an app.
+///
+/// ```swift
+/// let key = try ChannelPrivateKey.generate(privateKeyFile: keys.appending(path: "channel.key"),
+///                                          publicKeyFile: keys.appending(path: "channel.pub"))
+/// print(key.publicKey.base64)   // compile this into the app
+/// ```
+public struct ChannelPrivateKey: Sendable {
+    /// The 32-byte raw representation; swift-crypto's key types are not `Sendable` on every platform.
+    let raw: Data
+    /// The public half, computed once.
+    public let publicKey: ChannelPublicKey
+
+    /// A new random key.
+    public init() {
+        self.init(Curve25519.Signing.PrivateKey())
+    }
+
+    private init(_ key: Curve25519.Signing.PrivateKey) {
+        raw = key.rawRepresentation
+        publicKey = ChannelPublicKey(raw: key.publicKey.rawRepresentation)
+    }
+
+    /// Reads a private key file written by `reseed keygen` (one line of base64).
+    ///
+    /// - Throws: ``ReseedError`` (step `readKey`) naming the file.
+    public init(contentsOf url: URL) throws(ReseedError) {
+        let raw = try ChannelKeyFile.decode(try ChannelKeyFile.read(url), source: url.path)
+        do {
+            self.init(try Curve25519.Signing.PrivateKey(rawRepresentation: raw))
+        } catch {
+            throw ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "not an Ed25519 private key: \(error)")
+        }
+    }
+
+    /// The Ed25519 signature (64 bytes) of `message`.
+    ///
+    /// - Throws: ``ReseedError`` (step `publish`) when the signing library fails.
+    public func signature(for message: Data) throws(ReseedError) -> Data {
+        do {
+            return try Curve25519.Signing.PrivateKey(rawRepresentation: raw).signature(for: message)
+        } catch {
+            throw ReseedError(.invalidArgument, step: .publish, message: "cannot sign: \(error)")
+        }
+    }
+
+    /// Makes a new key pair and writes it: the private key file with mode 0600 whatever the
+    /// umask, the public one with 0644 less the umask, each created exclusively (`O_EXCL`,
+    /// no link followed) and fsynced.
+    ///
+    /// - Throws: ``ReseedError`` (step `writeKey`, errno `EEXIST`) when either file exists:
+    ///   a key is never overwritten. Nothing is left behind on failure.
+    public static func generate(privateKeyFile: URL, publicKeyFile: URL) throws(ReseedError) -> ChannelPrivateKey {
+        for url in [privateKeyFile, publicKeyFile] where (try? FileManager.default.attributesOfItem(atPath: url.path)) != nil {
+            throw ReseedError(.io, step: .writeKey, path: url.path, errno: .fileExists, message: "refusing to overwrite an existing key file")
+        }
+        let key = ChannelPrivateKey()
+        let secret = Array((key.raw.base64EncodedString() + "\n").utf8)
+        try ChannelKeyFile.create(privateKeyFile, contents: secret, mode: 0o600, exactly: true)
+        do {
+            try ChannelKeyFile.create(publicKeyFile, contents: Array((key.publicKey.base64 + "\n").utf8), mode: 0o644, exactly: false)
+        } catch {
+            if let directory = try? FileSystem().openDirectory(privateKeyFile.deletingLastPathComponent(), create: false) {
+                _ = try? directory.remove(privateKeyFile.lastPathComponent)
+                try? directory.sync()
+            }
+            throw error
+        }
+        return key
+    }
+}
+
+/// The key file format: one line of base64 of the raw key.
+enum ChannelKeyFile {
+    /// Key files are tiny; anything larger is not one.
+    static let maximumSize = 1024
+
+    static func read(_ url: URL) throws(ReseedError) -> String {
+        let bytes = try readSmallFile(url, limit: maximumSize, step: .readKey) { size in
+            ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "a key file is one short line; this one is \(size) bytes")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func decode(_ text: String, source: String) throws(ReseedError) -> Data {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let raw = Data(base64Encoded: trimmed), raw.count == 32 else {
+            throw ReseedError(.invalidArgument, step: .readKey, path: source, message: "expected one line of base64 of a 32-byte Ed25519 key")
+        }
+        return raw
+    }
+
+    /// Creates `url` exclusively with `mode` (less the umask unless `exactly`), writes `contents`, fsyncs it and its folder.
+    static func create(_ url: URL, contents: [UInt8], mode: mode_t, exactly: Bool) throws(ReseedError) {
+        let name = url.lastPathComponent
+        try during(.writeKey, path: url.path) {
+            let directory = try FileSystem().openDirectory(url.deletingLastPathComponent(), create: true)
+            let fd = try directory.createExclusive(name, mode: mode)
+            do {
+                if exactly {
+                    // A umask such as 0277 would leave a key its owner cannot read; set the mode before any byte is written.
+                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try Syscalls.fchmod(fd, mode) }
+                }
+                try directory.write(contents, to: fd, name: name)
+                try directory.sync(fd, name: name)
+                try Syscalls.close(fd)
+            } catch {
+                try? Syscalls.close(fd)
+                _ = try? directory.remove(name)
+                throw error
+            }
+            try directory.sync()
+        }
+    }
+}

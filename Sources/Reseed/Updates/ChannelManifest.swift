@@ -1,0 +1,158 @@
+import Foundation
+
+/// What a channel offers: `channel.json`, the signed description of the newest seed in a channel folder.
+///
+/// A channel is a folder of static files on any HTTP host: the seed files, named by
+/// version so that a new publish never changes a file a client may be downloading, this
+/// manifest, and `channel.json.sig`, a detached Ed25519 signature over the manifest's
+/// exact bytes (see ``ChannelPublicKey``). `reseed publish` (``ChannelPublisher``) writes
+/// all three; a ``ChannelUpdater`` reads them.
+///
+/// ```json
+/// {
+///   "format": 1,
+///   "minimumFormat": 1,
+///   "name": "triage",
+///   "version": "2.1.0",
+///   "file": "triage-2.1.0.sqlite",
+///   "size": 32768,
+///   "sha256": "9f86d0…",
+///   "userVersion": 5,
+///   "applicationID": 1381188932,
+///   "pageSize": 4096
+/// }
+/// ```
+///
+/// `format` is the format the publisher wrote; `minimumFormat` the oldest format a
+/// reader must know to use it. A reader ignores keys it does not know, and refuses a
+/// manifest whose `minimumFormat` is newer than its own format. The other fields are the
+/// seed manifest's (``SeedManifest``) but for the migration steps, which a client does not need.
+public struct ChannelManifest: Sendable, Hashable {
+    /// The channel format this version of Reseed writes, and the newest it reads.
+    public static let currentFormat = 1
+    /// The manifest's file name in the channel folder.
+    public static let fileName = "channel.json"
+    /// The signature's file name in the channel folder: the base64 of the 64-byte Ed25519 signature, one line.
+    public static let signatureFileName = "channel.json.sig"
+    /// The largest manifest a client reads (64 KiB); a larger one is refused before the rest is read.
+    public static let maximumFileSize = 64 << 10
+
+    /// The format the publisher wrote.
+    public var format: Int
+    /// The oldest channel format a reader must know to use this manifest.
+    public var minimumFormat: Int
+    /// The store name.
+    public var name: String
+    /// The seed version.
+    public var version: String
+    /// The seed's file name in the channel folder: a plain name, never a path.
+    public var file: String
+    /// The seed's size in bytes; a download never reads more.
+    public var size: Int64
+    /// Lowercase hex SHA-256 of the seed file.
+    public var sha256: String
+    /// The seed's `PRAGMA user_version`.
+    public var userVersion: Int32
+    /// The seed's `PRAGMA application_id`.
+    public var applicationID: Int32
+    /// The seed's page size in bytes.
+    public var pageSize: Int
+
+    /// The channel manifest of `seed`, published under the file name `file`.
+    public init(seed: SeedManifest, file: String) {
+        self.format = Self.currentFormat
+        self.minimumFormat = Self.currentFormat
+        self.name = seed.name
+        self.version = seed.version
+        self.file = file
+        self.size = seed.size
+        self.sha256 = seed.sha256
+        self.userVersion = seed.userVersion
+        self.applicationID = seed.applicationID
+        self.pageSize = seed.pageSize
+    }
+
+    /// The file name a seed is published under: `<name>-<version>.sqlite`, with any character
+    /// of the version other than letters, digits, `.`, `_`, `+` and `-` replaced by `_`.
+    public static func seedFileName(name: String, version: String) -> String {
+        let safe = version.unicodeScalars.map { scalar -> String in
+            let ok = scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || ".+_-".unicodeScalars.contains(scalar))
+            return ok ? String(scalar) : "_"
+        }.joined()
+        return "\(name)-\(safe).sqlite"
+    }
+
+    /// The seed manifest of the downloaded seed, stored under `file` (no migration steps).
+    public func seedManifest(file: String) -> SeedManifest {
+        SeedManifest(
+            name: name, version: version, file: file, size: size, sha256: sha256,
+            userVersion: userVersion, applicationID: applicationID, pageSize: pageSize, steps: [])
+    }
+
+    /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
+    public func encoded() -> Data {
+        let lines = [
+            "  \"format\": \(format)",
+            "  \"minimumFormat\": \(minimumFormat)",
+            "  \"name\": \(JSONNode.quote(name))",
+            "  \"version\": \(JSONNode.quote(version))",
+            "  \"file\": \(JSONNode.quote(file))",
+            "  \"size\": \(size)",
+            "  \"sha256\": \(JSONNode.quote(sha256))",
+            "  \"userVersion\": \(userVersion)",
+            "  \"applicationID\": \(applicationID)",
+            "  \"pageSize\": \(pageSize)",
+        ]
+        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+
+    /// Checks and decodes manifest bytes (already verified against their signature); `source` names them in errors.
+    ///
+    /// - Throws: ``ReseedError``: ``ReseedError/Code/invalidManifest`` naming the field, for JSON
+    ///   that does not parse, a missing or mistyped field, a file that is not a plain name, or an
+    ///   absurd size; ``ReseedError/Code/channelRefused`` when `minimumFormat` is newer than
+    ///   ``currentFormat``.
+    public static func decode(_ bytes: [UInt8], source: String) throws(ReseedError) -> ChannelManifest {
+        let root: JSONNode
+        do {
+            root = try JSONNode.parse(bytes, maxDepth: 16)
+        } catch {
+            throw ReseedError(.invalidManifest, step: .checkManifest, path: source, message: "channel manifest is not valid JSON: \(error)")
+        }
+        let fields = ManifestFields(root: root, path: source, step: .checkManifest)
+        guard case .object = root.value else { throw fields.invalid(nil, "channel manifest is \(root.kindName), not a JSON object") }
+        let format = try fields.integer("format", in: 1...Int64(Int32.max))
+        let minimumFormat = try fields.integer("minimumFormat", in: 1...format)
+        guard minimumFormat <= Int64(currentFormat) else {
+            throw ReseedError(.channelRefused, step: .checkManifest, path: source, field: "minimumFormat",
+                              message: "the channel needs channel format \(minimumFormat); this Reseed reads format \(currentFormat): update the app")
+        }
+        let name = try fields.string("name")
+        guard SeedManifest.isValidStoreName(name) else { throw fields.invalid("name", "store name \(JSONNode.quote(name)) is not a valid store name") }
+        let version = try fields.string("version")
+        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw fields.invalid("version", "version must be 1-128 printable characters")
+        }
+        let file = try fields.string("file")
+        guard SeedManifest.isPlainFileName(file), !file.hasPrefix(".") else {
+            throw fields.invalid("file", "file \(JSONNode.quote(file)) is not a plain file name")
+        }
+        let pageSize = try fields.integer("pageSize", in: 512...65536)
+        guard pageSize & (pageSize - 1) == 0 else { throw fields.invalid("pageSize", "page size \(pageSize) is not a power of two") }
+        let size = try fields.integer("size", in: 0...SeedManifest.maximumSeedSize)
+        guard size >= pageSize, size % pageSize == 0 else {
+            throw fields.invalid("size", "size \(size) is not a whole number of \(pageSize)-byte pages")
+        }
+        let sha256 = try fields.string("sha256")
+        guard SeedManifest.isSHA256(sha256) else { throw fields.invalid("sha256", "sha256 must be 64 lowercase hex digits") }
+        let userVersion = try fields.integer("userVersion", in: Int64(Int32.min)...Int64(Int32.max))
+        let applicationID = try fields.integer("applicationID", in: Int64(Int32.min)...Int64(Int32.max))
+        var manifest = ChannelManifest(
+            seed: SeedManifest(name: name, version: version, file: file, size: size, sha256: sha256,
+                               userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize), steps: []),
+            file: file)
+        manifest.format = Int(format)
+        manifest.minimumFormat = Int(minimumFormat)
+        return manifest
+    }
+}

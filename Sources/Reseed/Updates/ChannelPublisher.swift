@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import SystemPackage
+
+/// Publishes a seed to a channel folder, for any static HTTP host to serve (`reseed publish`).
+///
+/// In this order, so that a client reading the folder at any instant never meets a
+/// manifest whose seed is missing:
+/// 1. the seed is copied in as `<name>-<version>.sqlite` (temp file, SHA-256 checked
+///    against the seed's manifest in the same pass, fsync, rename, folder fsync); a file
+///    already there under that name must hold the same bytes, since a client may be
+///    downloading it;
+/// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync);
+/// 3. then `channel.json` the same way.
+///
+/// A client that reads the new signature with the old manifest (between 2 and 3) finds
+/// they do not match and reads the pair once more. Older seed files are left in place
+/// for clients still downloading them; remove them when no client can need them.
+/// Publishes into one folder are serialised by the empty lock file `.channel.reseed-lock`
+/// there, which clients never read (no need to upload it).
+///
+/// ```swift
+/// let publisher = ChannelPublisher(channel: URL(filePath: "site/triage"), privateKey: try ChannelPrivateKey(contentsOf: keyFile))
+/// let published = try publisher.publish(try Seed(at: URL(filePath: "SeedData")))
+/// print(published.manifest.file)   // triage-2.1.0.sqlite
+/// ```
+public struct ChannelPublisher: Sendable {
+    /// What a publish wrote.
+    public struct Result: Sendable {
+        /// The manifest now in the channel.
+        public var manifest: ChannelManifest
+        /// The seed file in the channel folder.
+        public var seedURL: URL
+        /// `channel.json` in the channel folder.
+        public var manifestURL: URL
+        /// False when the channel already held this seed file, byte for byte.
+        public var copied: Bool
+    }
+
+    /// The channel folder, created when missing.
+    public var channel: URL
+    /// The key that signs the manifest.
+    public var privateKey: ChannelPrivateKey
+    /// How long to wait for another publish into the same folder. Default 60 seconds.
+    public var lockTimeout: Duration = .seconds(60)
+    /// The seam every file action goes through (tests observe the order of the actions with it).
+    package var fileSystem = FileSystem()
+
+    /// A publisher into the folder `channel`, signing with `privateKey`.
+    public init(channel: URL, privateKey: ChannelPrivateKey) {
+        self.channel = channel
+        self.privateKey = privateKey
+    }
+
+    /// Copies `seed` into the channel and makes it the one the channel offers.
+    ///
+    /// - Throws: ``ReseedError`` (step `publish`): ``ReseedError/Code/verificationFailed``
+    ///   when the seed file does not match its own manifest; ``ReseedError/Code/invalidArgument``
+    ///   when the channel holds another file under the seed's name; ``ReseedError/Code/io``;
+    ///   ``ReseedError/Code/lockTimeout``. The channel then still offers what it offered before.
+    @discardableResult
+    public func publish(_ seed: Seed) throws(ReseedError) -> Result {
+        let directory = try during(.publish, path: channel.path) { try fileSystem.openDirectory(channel, create: true) }
+        let lockName = ".channel.reseed-lock"
+        let lock = try during(.lock, path: directory.path(lockName)) { try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout) }
+        guard let lock else {
+            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName), message: "another publish into this channel is running (waited \(lockTimeout))")
+        }
+        defer { lock.release() }
+
+        let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
+        let manifest = ChannelManifest(seed: seed.manifest, file: file)
+        try during(.publish, path: channel.path) {
+            for name in [file, ChannelManifest.signatureFileName, ChannelManifest.fileName] {
+                try directory.removeTemporaryFiles(for: name)
+            }
+        }
+        let copied = try copySeed(seed, as: file, into: directory)
+        let bytes = manifest.encoded()
+        let signature = try privateKey.signature(for: bytes)
+        try during(.publish, path: directory.path(ChannelManifest.fileName)) {
+            try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array((signature.base64EncodedString() + "\n").utf8))
+            try directory.replaceAtomically(ChannelManifest.fileName, with: Array(bytes))
+        }
+        return Result(
+            manifest: manifest, seedURL: URL(fileURLWithPath: directory.path(file), isDirectory: false),
+            manifestURL: URL(fileURLWithPath: directory.path(ChannelManifest.fileName), isDirectory: false), copied: copied)
+    }
+
+    /// Step 1; returns false when the same bytes were already published under `file`.
+    private func copySeed(_ seed: Seed, as file: String, into directory: Directory) throws(ReseedError) -> Bool {
+        let target = directory.path(file)
+        if try during(.publish, path: target, { try directory.status(file) }) != nil {
+            let facts = try during(.publish, path: target) { try FileFacts(path: target) }
+            guard facts.size == seed.manifest.size, facts.sha256 == seed.manifest.sha256 else {
+                throw ReseedError(.invalidArgument, step: .publish, path: target,
+                                  message: "the channel already holds \(file) with other bytes; a published file never changes (publish a new version)")
+            }
+            return false
+        }
+        let sourcePath = seed.fileURL.path
+        let source: Int32
+        do {
+            source = try Syscalls.openat(AT_FDCWD, sourcePath, O_RDONLY)
+        } catch {
+            throw ReseedError(error == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .publish, path: sourcePath, errno: error, message: "cannot open the seed")
+        }
+        defer { try? Syscalls.close(source) }
+        let temporary = Directory.temporaryName(for: file)
+        do {
+            let destination = try directory.createExclusive(temporary)
+            let copied: FileCopier.Result
+            do {
+                copied = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
+                    try FileCopier(hashing: true).copy(from: source, to: destination)
+                }
+                try directory.sync(destination, name: temporary)
+                try Syscalls.close(destination)
+            } catch {
+                try? Syscalls.close(destination)
+                throw error
+            }
+            guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {
+                throw ReseedError(.verificationFailed, step: .publish, path: sourcePath, message:
+                    "the seed is \(copied.bytes) bytes with SHA-256 \(copied.sha256 ?? "?"); its manifest says \(seed.manifest.size) bytes, \(seed.manifest.sha256)")
+            }
+            try directory.rename(temporary, to: file)
+            try directory.sync()
+            return true
+        } catch {
+            _ = try? directory.remove(temporary)
+            throw ReseedError.wrapping(error, step: .publish, path: target)
+        }
+    }
+}

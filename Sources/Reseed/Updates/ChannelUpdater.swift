@@ -1,0 +1,240 @@
+import Foundation
+import Logging
+
+/// Brings the store up to date with a channel: a folder of static files on any HTTP host
+/// where a newer seed is published between app releases.
+///
+/// One ``update()``:
+/// 1. fetches `channel.json` with a conditional request (`If-None-Match` /
+///    `If-Modified-Since` from the last check, kept in the preferences under the store's
+///    entry), so an unchanged channel costs one small `304`;
+/// 2. refuses a manifest over 64 KiB (it stops reading there), one whose signature
+///    `channel.json.sig` does not verify with the app's public key (after reading the pair
+///    once more, in case a publish was halfway), one for another store, one that needs a newer
+///    Reseed, and one that is not newer by SemVer precedence than the installed seed
+///    (unless ``Configuration/allowsDowngrade``);
+/// 3. downloads the seed into the data directory, resuming a partial file left by a broken
+///    try (`Range`, `If-Range`), never reading more than the manifest's size, and checks its
+///    size and SHA-256;
+/// 4. installs it: through ``LiveStore/replace(with:)`` when the store is open in a
+///    ``LiveStore``, else with the launcher's steps (lock, copy and verify beside the
+///    store, swap, record), recording `"source": "download"`, so that later launches keep
+///    it until the app ships a newer seed (see ``SeedSource``).
+///
+/// ```swift
+/// let updater = ChannelUpdater(
+///     channel: URL(string: "https://cdn.example.com/triage/")!,
+///     publicKey: try ChannelPublicKey(base64: "q8f1yR7n0TkM4gO1QbqR3y2Gv2p3sTq6f9p2k8W0a1E="),
+///     store: liveStore)
+/// let outcome = try await updater.update()
+/// if outcome.action == .updated { logger.info("reference data now \(outcome.version)") }
+/// ```
+///
+/// Updates of one store are serialised, across processes too, by a lock file
+/// `.<name>.sqlite.reseed-update-lock` in the data directory.
+public struct ChannelUpdater: Sendable {
+    /// Everything about an update that has a default.
+    public struct Configuration: Sendable {
+        /// The longest a server may stay silent, before answering or in the middle of a body;
+        /// a download that keeps moving is never cut. Default 30 seconds.
+        public var timeout: Duration = .seconds(30)
+        /// Installs a channel's seed that is older than the installed one, or whose version
+        /// cannot be ordered by SemVer. Default false: such an offer is refused.
+        public var allowsDowngrade = false
+        /// Called while the seed downloads with (bytes in the file, total bytes). Default nil.
+        public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What an update did.
+    public struct Outcome: Sendable, Hashable {
+        /// Whether the store changed.
+        public enum Action: String, Sendable, Hashable, Codable {
+            /// The channel's seed was downloaded and installed.
+            case updated
+            /// The channel offers what the store holds (or, when no seed is installed yet,
+            /// what the bundle holds); nothing was downloaded.
+            case upToDate
+        }
+
+        /// Whether the store changed.
+        public var action: Action
+        /// The store name.
+        public var name: String
+        /// The version the store holds now (with nothing installed yet, the bundled version a launch installs).
+        public var version: String
+        /// The version the store held before, if any.
+        public var previousVersion: String?
+        /// True when the channel answered `304 Not Modified`: one small request, nothing else.
+        public var notModified: Bool
+        /// Seed bytes received by this update.
+        public var downloadedBytes: Int64
+        /// Where the download resumed a partial file a broken try had left, when it did.
+        public var resumedFrom: Int64?
+        /// The store file.
+        public var storeURL: URL
+    }
+
+    enum Target: Sendable {
+        case launcher(Launcher)
+        case store(LiveStore)
+    }
+
+    /// The channel folder's URL; `channel.json`, its signature and the seed files are read relative to it.
+    public let channelURL: URL
+    /// The key the channel's manifest must be signed with.
+    public let publicKey: ChannelPublicKey
+    /// The timeout, the downgrade switch and the progress callback.
+    public var configuration: Configuration
+    let target: Target
+
+    /// An updater of the store `launcher` installs, for when the store is not open: the app
+    /// checks before launching, or a tool such as `reseed update`.
+    public init(channel: URL, publicKey: ChannelPublicKey, launcher: Launcher, configuration: Configuration = Configuration()) {
+        self.channelURL = channel
+        self.publicKey = publicKey
+        self.configuration = configuration
+        self.target = .launcher(launcher)
+    }
+
+    /// An updater of a store the app has open: the new seed goes in through ``LiveStore/replace(with:)``.
+    public init(channel: URL, publicKey: ChannelPublicKey, store: LiveStore, configuration: Configuration = Configuration()) {
+        self.channelURL = channel
+        self.publicKey = publicKey
+        self.configuration = configuration
+        self.target = .store(store)
+    }
+
+    /// Checks the channel and installs its seed when it is newer than the installed one.
+    ///
+    /// - Returns: what the update did.
+    /// - Throws: ``ReseedError``, the installed store and its recorded version then left as they were:
+    ///   ``ReseedError/Code/download`` (no answer within the timeout, connection lost, an HTTP
+    ///   error with ``ReseedError/httpStatus``; a broken seed download resumes on the next try),
+    ///   ``ReseedError/Code/signature``, ``ReseedError/Code/channelRefused``,
+    ///   ``ReseedError/Code/invalidManifest``, ``ReseedError/Code/verificationFailed`` (the
+    ///   download does not match the signed size and SHA-256), and the install's own errors,
+    ///   such as ``ReseedError/Code/storeBusy``.
+    public func update() async throws(ReseedError) -> Outcome {
+        let context = try await offload { () throws(ReseedError) in try self.context() }
+        defer { context.lock.release() }
+        let logger = context.launcher.configuration.logger
+        let baseline = context.installed ?? context.bundled
+        var outcome = Outcome(
+            action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
+            notModified: false, downloadedBytes: 0, storeURL: context.storeURL)
+
+        let conditional = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
+        guard let fetched = try await fetchSignedManifest(conditional: conditional) else {
+            logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
+            outcome.notModified = true
+            return outcome
+        }
+        let manifest = fetched.manifest
+        guard manifest.name == context.name else {
+            throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url,
+                              message: "the channel offers the store '\(manifest.name)'; this store is '\(context.name)'")
+        }
+        if manifest.version == baseline {
+            try remember(fetched, version: manifest.version, in: context)
+            return outcome
+        }
+        guard configuration.allowsDowngrade || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
+            throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
+                "the channel offers \(manifest.name) \(manifest.version), not newer than \(baseline)\(context.installed == nil ? " (bundled)" : " (installed)"); refusing a downgrade")
+        }
+
+        logger.info("downloading a seed from the channel", metadata: [
+            "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "previous": "\(context.installed ?? "none")",
+        ])
+        let download = SeedDownload(
+            manifest: manifest, url: channelURL.appendingPathComponent(manifest.file), directory: context.directory,
+            transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress)
+        let downloaded = try await download.run()
+        let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false),
+                        manifest: manifest.seedManifest(file: downloaded.file))
+        do {
+            try await install(seed)
+        } catch {
+            // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
+            if error.code == .verificationFailed { download.removeFiles() }
+            throw error
+        }
+        download.removeFiles()
+        try remember(fetched, version: manifest.version, in: context)
+        logger.info("installed the channel's seed", metadata: ["version": "\(manifest.version)", "bytes": "\(downloaded.received)"])
+        outcome.action = .updated
+        outcome.version = manifest.version
+        outcome.downloadedBytes = downloaded.received
+        outcome.resumedFrom = downloaded.resumedFrom
+        return outcome
+    }
+
+    private func install(_ seed: Seed) async throws(ReseedError) {
+        switch target {
+        case .store(let store):
+            do {
+                try await store.replace(with: seed)
+            } catch {
+                throw ReseedError.wrapping(error, step: .replace, path: seed.fileURL.path)
+            }
+        case .launcher(let launcher):
+            _ = try await offload { () throws(ReseedError) in try launcher.installDownloaded(seed) }
+        }
+    }
+
+    /// What an update works with, read under the update lock.
+    struct Context: Sendable {
+        var launcher: Launcher
+        var name: String
+        /// The version the store holds: recorded in the preferences, or the live store's.
+        var installed: String?
+        /// The version in the app's bundle (what a launch installs when nothing is installed).
+        var bundled: String
+        var validators: ChannelValidators?
+        var directory: Directory
+        var lock: StoreLock
+        var storeURL: URL
+    }
+
+    private func context() throws(ReseedError) -> Context {
+        let facts: (launcher: Launcher, name: String, bundled: String, live: String?)
+        switch target {
+        case .store(let store):
+            facts = store.state.withLock { ($0.launcher, $0.name, $0.version, $0.version) }
+        case .launcher(let given):
+            let shipped = try Seed(at: given.seedURL).manifest
+            facts = (given, shipped.name, shipped.version, nil)
+        }
+        let launcher = facts.launcher
+        let name = facts.name
+        let directory = try during(.prepareDirectory, path: launcher.dataDirectory.path) {
+            try launcher.fileSystem.openDirectory(launcher.dataDirectory, create: true)
+        }
+        let lockName = ".\(name).sqlite.reseed-update-lock"
+        let lock = try during(.lock, path: directory.path(lockName)) {
+            try StoreLock.acquire(lockName, in: directory, timeout: launcher.configuration.lockTimeout)
+        }
+        guard let lock else {
+            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
+                              message: "another update of the store '\(name)' is running (waited \(launcher.configuration.lockTimeout))")
+        }
+        let entry = (try? launcher.preferences.readEntries())?.entries[name]
+        return Context(
+            launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled,
+            validators: entry.flatMap { ChannelValidators(entry: $0.node) }, directory: directory, lock: lock,
+            storeURL: URL(fileURLWithPath: directory.path(name + ".sqlite"), isDirectory: false))
+    }
+
+    /// Keeps the manifest's validators, so the next check is conditional.
+    private func remember(_ fetched: SignedManifest, version: String, in context: Context) throws(ReseedError) {
+        let validators = ChannelValidators(
+            url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: version)
+        guard validators.etag != nil || validators.lastModified != nil, validators != context.validators else { return }
+        _ = try context.launcher.preferences.record(
+            [(key: ChannelValidators.key, json: validators.json)], for: context.name,
+            timeout: context.launcher.configuration.lockTimeout, logger: context.launcher.configuration.logger)
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// One HTTP GET through `URLSession`, its body handed over piece by piece as it arrives.
+///
+/// A delegate rather than `bytes(for:)` (which Linux's Foundation lacks) or `data(for:)`
+/// (which holds the whole body): the manifest is refused as soon as it passes its limit,
+/// and a seed goes straight to its file, so a broken connection keeps what arrived.
+/// No cache: a `304` reaches the caller as a `304`. ``timeout`` is an idle timeout
+/// (`timeoutIntervalForRequest`): a slow download that keeps moving is never cut, a
+/// server that sends nothing for that long is.
+struct HTTPTransfer: Sendable {
+    /// A response's status line and headers.
+    struct Response: Sendable {
+        var status: Int
+        /// Header names lowercased.
+        var headers: [String: String]
+
+        func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+        /// `Content-Length`, when the server sent one.
+        var contentLength: Int64? { header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
+    }
+
+    /// The longest the server may stay silent, before it answers or between two pieces of the body.
+    var timeout: Duration
+
+    /// Gets `url`. `onResponse` sees the status and headers first and may refuse them by throwing;
+    /// `onData` then receives the body in order and may stop it by throwing. Either error is the
+    /// one this throws, and no piece is handed over after it.
+    ///
+    /// - Throws: ``ReseedError`` ``ReseedError/Code/download`` for the transfer's own failures
+    ///   (no answer within the timeout, connection refused or lost), naming `step` and `url`.
+    func get(
+        _ url: URL, headers: [String: String], step: ReseedError.Step,
+        onResponse: @escaping @Sendable (Response) throws(ReseedError) -> Void,
+        onData: @escaping @Sendable (Data) throws(ReseedError) -> Void
+    ) async throws(ReseedError) -> Response {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.timeoutIntervalForRequest = seconds
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
+        request.httpMethod = "GET"
+        // Bytes as stored: sizes, ranges and checksums are about the file, not an encoding of it.
+        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+
+        let delegate = TransferDelegate(url: url, step: step, timeout: timeout, onResponse: onResponse, onData: onData)
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.dataTask(with: request)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                delegate.start(task, continuation)
+            }
+        } onCancel: {
+            task.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// Receives one task's events on the session's serial delegate queue.
+private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?
+        var response: HTTPTransfer.Response?
+        /// The error a callback threw; once set, nothing more is handed over.
+        var failure: ReseedError?
+    }
+
+    private let url: URL
+    private let step: ReseedError.Step
+    private let timeout: Duration
+    private let onResponse: @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void
+    private let onData: @Sendable (Data) throws(ReseedError) -> Void
+    private let state = Mutex(State())
+
+    init(url: URL, step: ReseedError.Step, timeout: Duration,
+         onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
+         onData: @escaping @Sendable (Data) throws(ReseedError) -> Void) {
+        self.url = url
+        self.step = step
+        self.timeout = timeout
+        self.onResponse = onResponse
+        self.onData = onData
+    }
+
+    func start(_ task: URLSessionDataTask, _ continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>) {
+        state.withLock { $0.continuation = continuation }
+        task.resume()
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let http = response as? HTTPURLResponse else {
+            refuse(ReseedError(.download, step: step, url: url, message: "the answer is not an HTTP response"))
+            completionHandler(.cancel)
+            return
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        let head = HTTPTransfer.Response(status: http.statusCode, headers: headers)
+        state.withLock { $0.response = head }
+        do {
+            try onResponse(head)
+            completionHandler(.allow)
+        } catch {
+            refuse(error)
+            completionHandler(.cancel)
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        // A cancelled task may still deliver pieces it had already read: they are dropped.
+        if state.withLock({ $0.failure != nil }) { return }
+        do {
+            try onData(data)
+        } catch {
+            refuse(error)
+            dataTask.cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?, Result<HTTPTransfer.Response, ReseedError>) in
+            defer { state.continuation = nil }
+            if let failure = state.failure { return (state.continuation, .failure(failure)) }
+            if let error { return (state.continuation, .failure(translate(error, answered: state.response != nil))) }
+            guard let response = state.response else {
+                return (state.continuation, .failure(ReseedError(.download, step: step, url: url, message: "the server closed the connection without answering")))
+            }
+            return (state.continuation, .success(response))
+        }
+        continuation?.resume(returning: result)
+    }
+
+    private func refuse(_ error: ReseedError) {
+        state.withLock { if $0.failure == nil { $0.failure = error } }
+    }
+
+    private func translate(_ error: any Error, answered: Bool) -> ReseedError {
+        let code = (error as NSError).code
+        let message: String = switch code {
+        case NSURLErrorTimedOut:
+            answered ? "the server sent nothing more for \(timeout) (timed out)" : "no answer within \(timeout) (timed out)"
+        case NSURLErrorCancelled:
+            "cancelled"
+        case NSURLErrorCannotConnectToHost, NSURLErrorCannotFindHost, NSURLErrorNotConnectedToInternet, NSURLErrorDNSLookupFailed:
+            "cannot connect: \(error.localizedDescription)"
+        default:
+            answered ? "the connection broke: \(error.localizedDescription)" : "the request failed: \(error.localizedDescription)"
+        }
+        return ReseedError(.download, step: step, url: url, message: message)
+    }
+}

@@ -1,0 +1,260 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import SystemPackage
+
+/// The seed a channel manifest names, downloaded into the data directory; a broken download resumes.
+///
+/// The partial file has a stable name, `.<name>.sqlite.reseed-download-<first 16 hex digits
+/// of the SHA-256>`, so it survives between tries (an install's clean-up removes only
+/// `.<name>.sqlite.reseed-tmp-*`). Beside it, `<partial>.etag` keeps the seed's `ETag` (or
+/// `Last-Modified`) from the response that started it: a resumed request asks for the rest
+/// with `Range` and `If-Range`, so a file that changed on the server comes back whole
+/// (`200`) instead of being spliced. Partial files of any other version are removed first.
+/// Never more than the manifest's size is written: a response that announces or sends
+/// more is refused.
+struct SeedDownload: Sendable {
+    /// What a download did.
+    struct Result: Sendable {
+        /// The downloaded file's name in the data directory.
+        var file: String
+        /// Bytes received by this call.
+        var received: Int64
+        /// Where this call resumed a partial file, when it did.
+        var resumedFrom: Int64?
+    }
+
+    let manifest: ChannelManifest
+    /// The seed file's URL in the channel.
+    let url: URL
+    let directory: Directory
+    let transfer: HTTPTransfer
+    let progress: (@Sendable (Int64, Int64) -> Void)?
+
+    /// `.<name>.sqlite.reseed-download-`: the prefix of every partial download of the store.
+    static func prefix(forStore name: String) -> String { ".\(name).sqlite.reseed-download-" }
+
+    var partialName: String { Self.prefix(forStore: manifest.name) + String(manifest.sha256.prefix(16)) }
+    var validatorName: String { partialName + ".etag" }
+    private var partialPath: String { directory.path(partialName) }
+
+    /// Downloads what is missing of the seed and checks its size and SHA-256.
+    ///
+    /// - Throws: ``ReseedError``: ``ReseedError/Code/download`` (step `download`) when the
+    ///   transfer fails, the partial file then kept for the next try;
+    ///   ``ReseedError/Code/verificationFailed`` when the whole file does not match the
+    ///   manifest, the partial file then removed.
+    func run() async throws(ReseedError) -> Result {
+        try removeOtherVersions()
+        let fd = try during(.download, path: partialPath) { try directory.openForWriting(partialName) }
+        defer { try? Syscalls.close(fd) }
+        var have = try during(.download, path: partialPath) {
+            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
+        }
+        if have > manifest.size {
+            try truncate(fd)
+            have = 0
+        }
+        var resumedFrom: Int64?
+        var received: Int64 = 0
+        // A second round only when the server said the partial file's range is not satisfiable.
+        for round in 1...2 where have < manifest.size {
+            let sink = DownloadSink(fd: fd, start: have, size: manifest.size, url: url, path: partialPath, progress: progress)
+            var headers: [String: String] = [:]
+            if have > 0 {
+                headers["Range"] = "bytes=\(have)-"
+                if let validator = readValidator() { headers["If-Range"] = validator }
+            }
+            do {
+                _ = try await transfer.get(url, headers: headers, step: .download, onResponse: { response throws(ReseedError) in
+                    try sink.begin(response)
+                    if response.status == 200, let validator = response.header("ETag") ?? response.header("Last-Modified") {
+                        writeValidator(validator)
+                    }
+                }, onData: { data throws(ReseedError) in try sink.write(data) })
+            } catch {
+                received += sink.received
+                if error.httpStatus == 416, round == 1 {
+                    try truncate(fd)
+                    have = 0
+                    continue
+                }
+                if sink.overflowed { removeFiles() }
+                try? Syscalls.fsync(fd)
+                var failure = error
+                if error.code == .download, error.httpStatus == nil, !sink.overflowed {
+                    failure.message += "; \(sink.offset) of \(manifest.size) bytes are kept and the next try resumes"
+                }
+                throw failure
+            }
+            received += sink.received
+            have = sink.offset
+            resumedFrom = sink.resumedFrom
+            guard have == manifest.size else {
+                throw ReseedError(.download, step: .download, url: url,
+                                  message: "the server ended the file after \(have) of \(manifest.size) bytes; the next try resumes")
+            }
+        }
+        try verify(fd)
+        return Result(file: partialName, received: received, resumedFrom: resumedFrom)
+    }
+
+    /// The size and SHA-256 of the whole file, read once; a file that does not match is removed.
+    private func verify(_ fd: Int32) throws(ReseedError) {
+        let digest = try during(.verify, path: partialPath) {
+            try directory.sync(fd, name: partialName)
+            return try directory.fileSystem.reading("read", partialPath) { () throws(Errno) in try FileCopier.hash(fd) }
+        }
+        guard digest.bytes == manifest.size, digest.sha256 == manifest.sha256 else {
+            removeFiles()
+            throw ReseedError(.verificationFailed, step: .verify, path: partialPath, url: url, message:
+                "the downloaded seed is \(digest.bytes) bytes with SHA-256 \(digest.sha256); the signed channel manifest says \(manifest.size) bytes, \(manifest.sha256)")
+        }
+    }
+
+    /// Removes the partial file and its validator (after an install, or when they are worthless).
+    func removeFiles() {
+        _ = try? directory.remove(partialName)
+        _ = try? directory.remove(validatorName)
+    }
+
+    private func removeOtherVersions() throws(ReseedError) {
+        let prefix = Self.prefix(forStore: manifest.name)
+        try during(.cleanUp, path: directory.url.path) {
+            for name in try directory.names() where name.hasPrefix(prefix) && name != partialName && name != validatorName {
+                try directory.remove(name)
+            }
+        }
+    }
+
+    private func truncate(_ fd: Int32) throws(ReseedError) {
+        try during(.download, path: partialPath) {
+            try directory.fileSystem.perform(.write, partialPath) { () throws(Errno) in try Syscalls.ftruncate(fd, 0) }
+        }
+        _ = try? directory.remove(validatorName)
+    }
+
+    private func readValidator() -> String? {
+        guard let fd = try? directory.openForReading(validatorName) else { return nil }
+        defer { try? Syscalls.close(fd) }
+        guard let bytes = try? Syscalls.pread(fd, count: 1024, at: 0), !bytes.isEmpty else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The validator is advisory (a wrong one only makes the server send the whole file again),
+    /// so it is written in place, without the ceremony of an atomic replace.
+    private func writeValidator(_ validator: String) {
+        guard let fd = try? directory.openForWriting(validatorName) else { return }
+        defer { try? Syscalls.close(fd) }
+        _ = try? Syscalls.ftruncate(fd, 0)
+        _ = try? Syscalls.writeAll(fd, Array(validator.utf8))
+    }
+}
+
+/// Writes one response's body into the partial file at the right offset, within the manifest's size.
+private final class DownloadSink: Sendable {
+    private struct State {
+        var offset: Int64
+        var received: Int64 = 0
+        var overflowed = false
+        var resumedFrom: Int64?
+    }
+
+    private let fd: Int32
+    private let start: Int64
+    private let size: Int64
+    private let url: URL
+    private let path: String
+    private let progress: (@Sendable (Int64, Int64) -> Void)?
+    private let state: Mutex<State>
+
+    init(fd: Int32, start: Int64, size: Int64, url: URL, path: String, progress: (@Sendable (Int64, Int64) -> Void)?) {
+        self.fd = fd
+        self.start = start
+        self.size = size
+        self.url = url
+        self.path = path
+        self.progress = progress
+        self.state = Mutex(State(offset: start))
+    }
+
+    var offset: Int64 { state.withLock { $0.offset } }
+    var received: Int64 { state.withLock { $0.received } }
+    var overflowed: Bool { state.withLock { $0.overflowed } }
+    /// The offset the server resumed from (a `206`), when it did.
+    var resumedFrom: Int64? { state.withLock { $0.resumedFrom } }
+
+    private func refuse(_ message: String, status: Int? = nil) -> ReseedError {
+        ReseedError(.download, step: .download, url: url, httpStatus: status, message: message)
+    }
+
+    /// Checks the status and headers: the whole file (200), the rest asked for (206), or a failure.
+    func begin(_ response: HTTPTransfer.Response) throws(ReseedError) {
+        let length = response.contentLength
+        switch response.status {
+        case 200:
+            if let length, length != size {
+                throw refuse("the server says the seed is \(length) bytes; the signed channel manifest says \(size)")
+            }
+            do {
+                try Syscalls.ftruncate(fd, 0)
+            } catch {
+                throw ReseedError(.io, step: .download, path: path, errno: error, message: "cannot truncate the partial download")
+            }
+            state.withLock { $0.offset = 0 }
+        case 206:
+            let range = response.header("Content-Range") ?? ""
+            guard let first = Self.firstByte(range, total: size), first == start else {
+                throw refuse("the server answered the range from byte \(start) with Content-Range '\(range)'")
+            }
+            if let length, start + length > size {
+                throw refuse("the server would send \(length) bytes from byte \(start); the seed is \(size) bytes")
+            }
+            state.withLock { $0.resumedFrom = start }
+        case 416:
+            throw refuse("the server cannot send the partial download's rest (HTTP 416)", status: 416)
+        default:
+            throw refuse("HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status))", status: response.status)
+        }
+    }
+
+    /// Appends one piece; refuses a piece that would take the file past the manifest's size.
+    func write(_ data: Data) throws(ReseedError) {
+        let offset = state.withLock { $0.offset }
+        guard offset + Int64(data.count) <= size else {
+            state.withLock { $0.overflowed = true }
+            throw refuse("the server sent more than the \(size) bytes the signed channel manifest says; stopped")
+        }
+        do {
+            try data.withUnsafeBytes { buffer in try Syscalls.pwriteAll(fd, buffer, at: offset) }
+        } catch {
+            throw ReseedError(.io, step: .download, path: path, errno: error as? Errno, message: "cannot write the download")
+        }
+        let done = state.withLock { state in
+            state.offset += Int64(data.count)
+            state.received += Int64(data.count)
+            return state.offset
+        }
+        progress?(done, size)
+    }
+
+    /// The first byte of `bytes <first>-<last>/<total>`, when the total is `total` or `*`.
+    static func firstByte(_ contentRange: String, total: Int64) -> Int64? {
+        let text = contentRange.trimmingCharacters(in: .whitespaces)
+        guard text.hasPrefix("bytes ") else { return nil }
+        let parts = text.dropFirst(6).split(separator: "/", maxSplits: 1)
+        guard parts.count == 2, parts[1] == "*" || Int64(parts[1]) == total else { return nil }
+        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), last == total - 1 else { return nil }
+        return first
+    }
+}

@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import Reseed
+
+extension ReseedCommand {
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make the Ed25519 key pair that signs a channel: a private key for publishing, a public key for the app.",
+            discussion: """
+                Each file holds one line: the base64 of the key's 32 raw bytes. The private key file is created \
+                with mode 0600; keep it out of the app and out of the repository. Neither file is ever overwritten: \
+                when either exists, nothing is written and the exit status is 1.
+                """)
+
+        @Option(name: .customLong("private-key"), help: ArgumentHelp("Where to write the private key (must not exist).", valueName: "path"))
+        var privateKey: String
+
+        @Option(name: .customLong("public-key"), help: ArgumentHelp("Where to write the public key (must not exist).", valueName: "path"))
+        var publicKey: String
+
+        @Flag(help: "Print one JSON object on stdout.")
+        var json = false
+
+        func validate() throws {
+            if fileURL(privateKey) == fileURL(publicKey) { throw ValidationError("--private-key and --public-key must name two files") }
+        }
+
+        func run() throws {
+            try reportingErrors {
+                let privateURL = fileURL(privateKey)
+                let publicURL = fileURL(publicKey)
+                let key = try ChannelPrivateKey.generate(privateKeyFile: privateURL, publicKeyFile: publicURL)
+                if json {
+                    Terminal.out(JSONOutput.object([
+                        ("privateKey", .string(privateURL.path)),
+                        ("publicKey", .string(publicURL.path)),
+                        ("publicKeyBase64", .string(key.publicKey.base64)),
+                    ]).render(indent: nil))
+                } else {
+                    Terminal.out("Wrote the private key to \(privateURL.path) (mode 0600: keep it secret) and the public key to \(publicURL.path).")
+                    Terminal.out("Public key for the app: \(key.publicKey.base64)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import Reseed
+
+extension ReseedCommand {
+    struct Publish: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
+            discussion: """
+                The seed is copied in as <name>-<version>.sqlite (checked against its manifest), then \
+                channel.json.sig and channel.json are replaced atomically, in that order. Serve the folder from \
+                any static HTTP host; apps update from it with `reseed update` or ChannelUpdater.
+                """)
+
+        @Argument(help: ArgumentHelp("The seed: its manifest, or a folder holding one.", valueName: "seed"))
+        var seed: String
+
+        @Option(help: ArgumentHelp("The channel folder (created when missing).", valueName: "dir"))
+        var channel: String
+
+        @Option(name: .customLong("private-key"), help: ArgumentHelp("The private key file from `reseed keygen`.", valueName: "path"))
+        var privateKey: String
+
+        @Flag(help: "Print one JSON object on stdout.")
+        var json = false
+
+        func run() throws {
+            try reportingErrors {
+                let key = try ChannelPrivateKey(contentsOf: fileURL(privateKey))
+                let published = try ChannelPublisher(channel: fileURL(channel), privateKey: key).publish(try Seed(at: fileURL(seed)))
+                let manifest = published.manifest
+                if json {
+                    Terminal.out(JSONOutput.object([
+                        ("name", .string(manifest.name)),
+                        ("version", .string(manifest.version)),
+                        ("file", .string(published.seedURL.path)),
+                        ("size", .integer(manifest.size)),
+                        ("sha256", .string(manifest.sha256)),
+                        ("manifest", .string(published.manifestURL.path)),
+                        ("copied", .bool(published.copied)),
+                    ]).render(indent: nil))
+                } else {
+                    Terminal.out("Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
+                        + (published.copied ? "" : ", already there") + "), \(ChannelManifest.fileName) signed.")
+                }
+            }
+        }
+    }
+}

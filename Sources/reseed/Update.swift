@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import Reseed
+
+extension ReseedCommand {
+    struct Update: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Install a newer seed from a channel into the data directory: check, download, verify, install.",
+            discussion: """
+                Fetches <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks its \
+                signature with the public key, and when it offers a newer version than the installed one, downloads \
+                the seed (resuming a broken download), verifies its size and SHA-256 and installs it. The next \
+                `reseed launch` keeps it unless the bundled seed is newer. Exit status 0 when the store is up to date \
+                with the channel, 1 otherwise.
+                """)
+
+        @Option(help: ArgumentHelp("The channel folder's URL (http or https).", valueName: "url"))
+        var channel: String
+
+        @Option(name: .customLong("public-key"), help: ArgumentHelp("The public key file from `reseed keygen`.", valueName: "path"))
+        var publicKey: String
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: ArgumentHelp("Seconds a server may stay silent before the update fails.", valueName: "seconds"))
+        var timeout: Double = 30
+
+        @Flag(name: .customLong("allow-downgrade"), help: "Install the channel's seed even when it is not newer than the installed one.")
+        var allowDowngrade = false
+
+        @Flag(help: "Print one JSON object on stdout.")
+        var json = false
+
+        @OptionGroup var logging: LoggingOptions
+
+        func validate() throws {
+            guard let url = URL(string: channel), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw ValidationError("--channel must be an http or https URL, such as https://cdn.example.com/triage/")
+            }
+            guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
+        }
+
+        func run() throws {
+            try reportingErrors {
+                let project = try ProjectConfiguration.load()
+                var launcherConfiguration = Launcher.Configuration()
+                launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
+                launcherConfiguration.logger = logging.logger("reseed")
+                let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),
+                                        configuration: launcherConfiguration)
+                var configuration = ChannelUpdater.Configuration()
+                configuration.timeout = .milliseconds(Int64(timeout * 1000))
+                configuration.allowsDowngrade = allowDowngrade
+                if Terminal.stderrIsTerminal {
+                    configuration.progress = { done, total in
+                        FileHandle.standardError.write(Data("\rdownloading: \(done * 100 / max(total, 1))% of \(total) bytes   ".utf8))
+                        if done == total { FileHandle.standardError.write(Data("\n".utf8)) }
+                    }
+                }
+                let channelURL = URL(string: channel)!   // checked in validate()
+                let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
+                                             launcher: launcher, configuration: configuration)
+                let outcome = try waitFor { try await updater.update() }
+                Terminal.out(json ? Self.json(outcome, channel: channelURL) : Self.sentence(outcome, channel: channelURL))
+            }
+        }
+
+        static func json(_ outcome: ChannelUpdater.Outcome, channel: URL) -> String {
+            JSONOutput.object([
+                ("outcome", .string(outcome.action.rawValue)),
+                ("name", .string(outcome.name)),
+                ("version", .string(outcome.version)),
+                ("previousVersion", .optional(outcome.previousVersion)),
+                ("channel", .string(channel.absoluteString)),
+                ("notModified", .bool(outcome.notModified)),
+                ("downloadedBytes", .integer(outcome.downloadedBytes)),
+                ("resumedFrom", outcome.resumedFrom.map { .integer($0) } ?? .null),
+                ("store", .string(outcome.storeURL.path)),
+            ]).render(indent: nil)
+        }
+
+        static func sentence(_ outcome: ChannelUpdater.Outcome, channel: URL) -> String {
+            switch outcome.action {
+            case .upToDate:
+                return "\(outcome.name) is up to date at \(outcome.version) with \(channel.absoluteString)" + (outcome.notModified ? " (not modified)." : ".")
+            case .updated:
+                var text = "Updated \(outcome.name) to \(outcome.version)"
+                if let previous = outcome.previousVersion { text += " (was \(previous))" }
+                text += " from \(channel.absoluteString): \(outcome.downloadedBytes) bytes downloaded"
+                if let resumed = outcome.resumedFrom { text += ", resumed at byte \(resumed)" }
+                return text + ", at \(outcome.storeURL.path)."
+            }
+        }
+    }
+}

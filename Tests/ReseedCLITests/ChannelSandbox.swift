@@ -1,0 +1,79 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+
+/// A temporary directory with seeds of the `items` store at any version, a signing key, a channel
+/// folder served over HTTP on 127.0.0.1 by ``ChannelServer``, and a data directory.
+final class ChannelSandbox {
+    let directory: TemporaryDirectory
+    let key = ChannelPrivateKey()
+    let server: ChannelServer
+    var channel: URL { directory.appending("channel") }
+    var dataDirectory: URL { directory.appending("data") }
+    var storeURL: URL { dataDirectory.appendingPathComponent("items.sqlite") }
+    var preferencesURL: URL { dataDirectory.appendingPathComponent("preferences.json") }
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "reseed-channel")
+        try FileManager.default.createDirectory(at: directory.appending("channel"), withIntermediateDirectories: true)
+        server = try ChannelServer(root: directory.appending("channel"), scratch: directory.appending("server"))
+    }
+
+    /// A seed whose `item` table has `rows` rows labelled `<version>-<n>`.
+    func seed(_ version: String, rows: Int = 3, paddingBytes: Int = 0) throws -> Seed {
+        try SeedFixture(name: "items", version: version, sql: [
+            "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL)",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows)) INSERT INTO item (label) SELECT '\(version)-' || i FROM n",
+        ], paddingBytes: paddingBytes).build(in: directory.appending("seed-\(version)"))
+    }
+
+    /// The launcher of an app that ships `bundled`.
+    func launcher(_ bundled: Seed) -> Launcher {
+        Launcher(seed: bundled.manifestURL, dataDirectory: dataDirectory)
+    }
+
+    /// Launches an app that ships `bundled`, and closes the store.
+    @discardableResult
+    func launch(_ bundled: Seed) throws -> LaunchOutcome {
+        let (database, outcome) = try launcher(bundled).launch()
+        try database.close()
+        return outcome
+    }
+
+    @discardableResult
+    func publish(_ seed: Seed) throws -> ChannelPublisher.Result {
+        try ChannelPublisher(channel: channel, privateKey: key).publish(seed)
+    }
+
+    /// An updater of the app shipping `bundled`, with a short timeout.
+    func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(10), allowsDowngrade: Bool = false) -> ChannelUpdater {
+        var configuration = ChannelUpdater.Configuration()
+        configuration.timeout = timeout
+        configuration.allowsDowngrade = allowsDowngrade
+        return ChannelUpdater(channel: server.url, publicKey: publicKey ?? key.publicKey, launcher: launcher(bundled), configuration: configuration)
+    }
+
+    /// The labels in the store's `item` table, read through a fresh connection.
+    func labels() throws -> [String] {
+        let queue = try DatabaseQueue(path: storeURL.path)
+        defer { try? queue.close() }
+        return try queue.read { try String.fetchAll($0, sql: "SELECT label FROM item ORDER BY id") }
+    }
+
+    func recorded() throws -> (version: String?, source: SeedSource?) {
+        let preferences = PreferencesFile(url: preferencesURL)
+        return (try preferences.recordedVersion(of: "items"), try preferences.recordedSource(of: "items"))
+    }
+
+    /// Names in the data directory of partial downloads, their validators and temporary copies.
+    func downloadFiles() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)
+            .filter { $0.contains(".reseed-download-") || $0.contains(".reseed-tmp-") }.sorted()
+    }
+
+    /// The channel's seed file for `version`.
+    func publishedSeed(_ version: String) -> URL {
+        channel.appendingPathComponent(ChannelManifest.seedFileName(name: "items", version: version))
+    }
+}

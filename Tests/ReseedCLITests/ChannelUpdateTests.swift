@@ -1,0 +1,384 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+import Synchronization
+import Testing
+
+/// `ChannelUpdater` against a real HTTP server on 127.0.0.1 (`channel_server.py`).
+@Suite(.timeLimit(.minutes(2))) struct ChannelUpdateTests {
+    @Test func updateInstallsANewerSeedFromTheChannel() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let offered = try sandbox.seed("1.1.0", rows: 4)
+        try sandbox.publish(offered)
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(outcome.version == "1.1.0")
+        #expect(outcome.previousVersion == "1.0.0")
+        #expect(outcome.downloadedBytes == offered.manifest.size)
+        #expect(outcome.resumedFrom == nil)
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+        #expect(try sandbox.recorded() == ("1.1.0", .download))
+        #expect(try sandbox.downloadFiles().isEmpty)
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/items-1.1.0.sqlite"])
+    }
+
+    @Test func anUnchangedChannelCostsOneNotModifiedRequest() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        _ = try await sandbox.updater(bundled).update()
+        let before = try sandbox.server.requests().count
+
+        let again = try await sandbox.updater(bundled).update()
+        #expect(again.action == .upToDate)
+        #expect(again.notModified)
+        #expect(again.version == "1.1.0")
+        #expect(again.downloadedBytes == 0)
+        let requests = try sandbox.server.requests().dropFirst(before)
+        #expect(requests.count == 1)
+        #expect(requests.first?.path == "/channel.json")
+        #expect(requests.first?.status == 304)
+        #expect(requests.first?.ifNoneMatch != nil)
+        // The validators sit in the store's entry; the app's own keys are untouched.
+        let preferences = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
+        #expect(preferences.contains("\"channel\": {\"url\": \"\(sandbox.server.url.absoluteString)\", \"etag\": "))
+    }
+
+    @Test func aChannelOfferingTheInstalledVersionIsUpToDateWithoutDownloading() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(bundled)
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .upToDate)
+        #expect(!outcome.notModified)
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig"])
+        #expect(try sandbox.recorded() == ("1.0.0", .bundle))
+    }
+
+    @Test func aTamperedSeedIsRefusedAndTheOldStoreStays() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        let published = sandbox.publishedSeed("1.1.0")
+        var bytes = try Data(contentsOf: published)
+        bytes[bytes.count - 100] ^= 0xFF
+        try bytes.write(to: published)
+
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .verificationFailed)
+        #expect(error?.description.contains("SHA-256") == true)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+        #expect(try sandbox.recorded() == ("1.0.0", .bundle))
+        #expect(try sandbox.downloadFiles().isEmpty, "a download that does not match its checksum is not kept")
+    }
+
+    @Test func aTamperedManifestIsRefusedAfterReadingThePairTwice() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        let manifestURL = sandbox.channel.appendingPathComponent(ChannelManifest.fileName)
+        let text = try String(contentsOf: manifestURL, encoding: .utf8)
+        try text.replacingOccurrences(of: "\"version\": \"1.1.0\"", with: "\"version\": \"9.9.9\"").write(to: manifestURL, atomically: true, encoding: .utf8)
+
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .signature)
+        #expect(error?.step == .checkSignature)
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/channel.json", "/channel.json.sig"])
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+        #expect(try sandbox.recorded().version == "1.0.0")
+    }
+
+    @Test func aManifestSignedByAnotherKeyIsRefused() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        let stranger = ChannelPrivateKey().publicKey
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled, publicKey: stranger).update() }
+        #expect(error?.code == .signature)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+        #expect(!(try sandbox.server.requests().contains { $0.path.hasSuffix(".sqlite") }), "nothing is downloaded on an unsigned offer")
+    }
+
+    @Test func aDownloadCutInTheMiddleResumesOnTheNextTry() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let offered = try sandbox.seed("1.1.0", rows: 4, paddingBytes: 2 << 20)
+        try sandbox.publish(offered)
+        let cut = 300_000
+        try sandbox.server.set(["cut": ["items-1.1.0.sqlite": cut]])
+
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .download)
+        #expect(error?.step == .download)
+        #expect(error?.description.contains("\(cut) of \(offered.manifest.size) bytes are kept") == true)
+        let partial = try #require(try sandbox.downloadFiles().first { !$0.hasSuffix(".etag") })
+        #expect(partial == ".items.sqlite.reseed-download-" + offered.manifest.sha256.prefix(16))
+        let kept = try FileManager.default.attributesOfItem(atPath: sandbox.dataDirectory.appendingPathComponent(partial).path)[.size] as? Int
+        #expect(kept == cut)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+        // A launch in between removes only its own temporary files.
+        try sandbox.launch(bundled)
+        #expect(try sandbox.downloadFiles().contains(partial))
+
+        try sandbox.server.set([:])
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(outcome.resumedFrom == Int64(cut))
+        #expect(outcome.downloadedBytes == offered.manifest.size - Int64(cut))
+        let seedRequests = try sandbox.server.requests().filter { $0.path == "/items-1.1.0.sqlite" }
+        #expect(seedRequests.count == 2)
+        #expect(seedRequests.last?.range == "bytes=\(cut)-")
+        #expect(seedRequests.last?.ifRange != nil)
+        #expect(seedRequests.last?.status == 206)
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func aNewerPublishDiscardsThePartialDownloadOfAnOlderOne() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", paddingBytes: 1 << 20))
+        try sandbox.server.set(["cut": ["items-1.1.0.sqlite": 100_000]])
+        await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(!(try sandbox.downloadFiles().isEmpty))
+
+        try sandbox.publish(try sandbox.seed("1.2.0", rows: 5))
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.version == "1.2.0")
+        #expect(outcome.resumedFrom == nil)
+        #expect(try sandbox.downloadFiles().isEmpty)
+        #expect(try sandbox.labels().count == 5)
+    }
+
+    @Test func aServerThatHangsHitsTheTimeoutWithAClearError() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", paddingBytes: 1 << 20))
+        try sandbox.server.set(["hang": ["channel.json"]])
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled, timeout: .seconds(1)).update() }
+        let elapsed = clock.now - start
+        #expect(error?.code == .download)
+        #expect(error?.step == .fetchManifest)
+        #expect(error?.description == "fetchManifest: no answer within 1.0 seconds (timed out) (\(sandbox.server.url.absoluteString)channel.json)")
+        #expect(elapsed >= .milliseconds(900))
+        #expect(elapsed < .seconds(15))
+
+        // A seed download that stops moving in the middle is cut the same way, and keeps what arrived.
+        try sandbox.server.set(["stall": ["items-1.1.0.sqlite": 50_000]])
+        let stalled = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled, timeout: .seconds(1)).update() }
+        #expect(stalled?.code == .download)
+        #expect(stalled?.step == .download)
+        #expect(stalled?.message.hasPrefix("the server sent nothing more for 1.0 seconds (timed out); 50000 of ") == true)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+    }
+
+    @Test(arguments: [404, 500])
+    func anHTTPErrorIsClear(status: Int) async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        try sandbox.server.set(["status": ["channel.json": status]])
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .download)
+        #expect(error?.httpStatus == status)
+        let reason = status == 404 ? "HTTP 404 not found" : "HTTP 500 internal server error"
+        #expect(error?.description.lowercased() == "fetchManifest: \(reason) (\(sandbox.server.url.absoluteString)channel.json)".lowercased())
+
+        // The same for the seed file itself.
+        try sandbox.server.set(["status": ["items-1.1.0.sqlite": status]])
+        let seedError = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(seedError?.step == .download)
+        #expect(seedError?.httpStatus == status)
+        #expect(seedError?.url?.lastPathComponent == "items-1.1.0.sqlite")
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+    }
+
+    @Test func aManifestOverTheLimitIsRefusedWithoutReadingItAll() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.server.set(["oversize": ["channel.json"]])
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .channelRefused)
+        #expect(error?.message.hasPrefix("the channel manifest is larger than the 65536-byte limit; stopped reading after") == true)
+        let sent = try sandbox.server.bodyBytesSent(to: "/channel.json")
+        let offered = 256 << 20
+        print("oversized manifest: the server got \(sent.first ?? -1) of \(offered) bytes out before the client left")
+        #expect(sent.count == 1)
+        #expect((sent.first ?? .max) < offered / 4)
+        #expect(!(try sandbox.server.requests().contains { $0.path == "/channel.json.sig" }))
+    }
+
+    @Test func aDowngradeOfferIsRefusedUnlessAllowed() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("2.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.5.0", rows: 2))
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .channelRefused)
+        #expect(error?.message == "the channel offers items 1.5.0, not newer than 2.0.0 (installed); refusing a downgrade")
+        #expect(try sandbox.labels() == ["2.0.0-1", "2.0.0-2", "2.0.0-3"])
+        #expect(!(try sandbox.server.requests().contains { $0.path.hasSuffix(".sqlite") }))
+
+        let allowed = try await sandbox.updater(bundled, allowsDowngrade: true).update()
+        #expect(allowed.action == .updated)
+        #expect(try sandbox.labels() == ["1.5.0-1", "1.5.0-2"])
+    }
+
+    @Test func aManifestForAnotherStoreIsRefused() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let other = try SeedFixture(name: "other", version: "3.0.0", sql: ["CREATE TABLE t (x)"]).build(in: sandbox.directory.appending("other"))
+        try sandbox.publish(other)
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .channelRefused)
+        #expect(error?.message == "the channel offers the store 'other'; this store is 'items'")
+    }
+
+    @Test func publishWritesTheSeedThenTheSignatureThenTheManifest() throws {
+        let sandbox = try ChannelSandbox()
+        let log = ActionLog()
+        var publisher = ChannelPublisher(channel: sandbox.channel, privateKey: sandbox.key)
+        publisher.fileSystem = FileSystem(observer: log)
+        try publisher.publish(try sandbox.seed("1.1.0"))
+        let durable = log.actions.filter { $0.kind == .rename || $0.kind == .syncDirectory }.map { action in
+            action.kind == .rename ? "rename " + URL(fileURLWithPath: action.path).lastPathComponent : "syncDirectory"
+        }
+        #expect(durable == [
+            "rename items-1.1.0.sqlite", "syncDirectory",
+            "rename channel.json.sig", "syncDirectory",
+            "rename channel.json", "syncDirectory",
+        ])
+        let manifest = try Data(contentsOf: sandbox.channel.appendingPathComponent("channel.json"))
+        let signature = try String(contentsOf: sandbox.channel.appendingPathComponent("channel.json.sig"), encoding: .utf8)
+        #expect(sandbox.key.publicKey.isValidSignature(try #require(Data(base64Encoded: signature.trimmingCharacters(in: .newlines))), for: manifest))
+        #expect(try ChannelManifest.decode(Array(manifest), source: "channel.json").file == "items-1.1.0.sqlite")
+
+        // A published file never changes: other bytes under the same version are refused, the channel untouched.
+        let impostor = try SeedFixture(name: "items", version: "1.1.0", sql: ["CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)"])
+            .build(in: sandbox.directory.appending("impostor"))
+        let error = #expect(throws: ReseedError.self) { try sandbox.publish(impostor) }
+        #expect(error?.message.hasPrefix("the channel already holds items-1.1.0.sqlite with other bytes") == true)
+        #expect(try Data(contentsOf: sandbox.channel.appendingPathComponent("channel.json")) == manifest)
+    }
+
+    @Test func aLaunchAfterAnUpdateKeepsTheDownloadedNewerSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        _ = try await sandbox.updater(bundled).update()
+
+        let relaunch = try sandbox.launch(bundled)
+        #expect(relaunch.action == .upToDate)
+        #expect(relaunch.version == "1.1.0")
+        #expect(relaunch.source == .download)
+        #expect(relaunch.previousVersion == "1.1.0")
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+        #expect(try sandbox.recorded() == ("1.1.0", .download))
+        // A LiveStore opens on it too.
+        let store = try await LiveStore(launcher: sandbox.launcher(bundled))
+        #expect(store.version == "1.1.0")
+    }
+
+    @Test func anAppUpdateWithAFresherBundledSeedInstallsIt() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        _ = try await sandbox.updater(bundled).update()
+
+        let appUpdate = try sandbox.seed("1.2.0", rows: 6)
+        let launch = try sandbox.launch(appUpdate)
+        #expect(launch.action == .installed)
+        #expect(launch.reason == .versionChanged)
+        #expect(launch.version == "1.2.0")
+        #expect(launch.previousVersion == "1.1.0")
+        #expect(launch.source == .bundle)
+        #expect(try sandbox.labels().count == 6)
+        #expect(try sandbox.recorded() == ("1.2.0", .bundle))
+        // The channel still offers 1.1.0: older than what the store holds now.
+        let check = await #expect(throws: ReseedError.self) { try await sandbox.updater(appUpdate).update() }
+        #expect(check?.code == .channelRefused)
+    }
+
+    @Test func anUnusableDownloadedStoreGivesWayToTheBundledSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        _ = try await sandbox.updater(bundled).update()
+        var bytes = try Data(contentsOf: sandbox.storeURL)
+        bytes.replaceSubrange(0..<4096, with: Data(repeating: 0x5A, count: 4096))
+        try bytes.write(to: sandbox.storeURL)
+
+        let launch = try sandbox.launch(bundled)
+        #expect(launch.action == .installed)
+        #expect(launch.reason == .storeInvalid)
+        #expect(launch.version == "1.0.0")
+        #expect(launch.storeKeptAside != nil)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+        #expect(try sandbox.recorded() == ("1.0.0", .bundle))
+    }
+
+    @Test func anOpenLiveStoreIsUpdatedInPlace() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        let store = try await LiveStore(launcher: sandbox.launcher(bundled))
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        let progress = ProgressLog()
+        var configuration = ChannelUpdater.Configuration()
+        configuration.progress = { done, total in progress.add(done, total) }
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, store: store,
+                                               configuration: configuration).update()
+        #expect(outcome.action == .updated)
+        #expect(store.version == "1.1.0")
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 4)
+        #expect(try sandbox.recorded() == ("1.1.0", .download))
+        let reports = progress.reports
+        #expect(reports.last?.done == reports.last?.total)
+        #expect(reports.map(\.done) == reports.map(\.done).sorted())
+    }
+
+    @Test func anUpdateWithNothingInstalledYetInstallsTheDownload() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(outcome.previousVersion == nil)
+        #expect(try sandbox.labels().count == 4)
+        #expect(try sandbox.launch(bundled).version == "1.1.0")
+    }
+}
+
+/// Records the file actions of a publish, in order.
+final class ActionLog: FileSystemObserver {
+    private let entries = Mutex<[FileAction]>([])
+    func willPerform(_ action: FileAction) throws {}
+    func didPerform(_ action: FileAction) throws { entries.withLock { $0.append(action) } }
+    var actions: [FileAction] { entries.withLock { $0 } }
+}
+
+/// Progress reports collected from another thread.
+final class ProgressLog: Sendable {
+    private let entries = Mutex<[(done: Int64, total: Int64)]>([])
+    func add(_ done: Int64, _ total: Int64) { entries.withLock { $0.append((done, total)) } }
+    var reports: [(done: Int64, total: Int64)] { entries.withLock { $0 } }
+}

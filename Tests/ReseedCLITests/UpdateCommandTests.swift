@@ -1,0 +1,132 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+import Testing
+
+/// `reseed keygen`, `publish` and `update`, run as the built binary against `channel_server.py`.
+@Suite(.timeLimit(.minutes(2))) struct UpdateCommandTests {
+    @Test func keygenRefusesToOverwriteAndMakesThePrivateKey0600() throws {
+        let sandbox = try TemporaryDirectory()
+        let keys = sandbox.appending("keys")
+        let privateKey = keys.appendingPathComponent("channel.key")
+        let publicKey = keys.appendingPathComponent("channel.pub")
+        let made = try ReseedBinary.run(["keygen", "--private-key", privateKey.path, "--public-key", publicKey.path, "--json"])
+        #expect(made.status == 0)
+        #expect(made.stderr == "")
+        let mode = try FileManager.default.attributesOfItem(atPath: privateKey.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let publicText = try String(contentsOf: publicKey, encoding: .utf8)
+        #expect(publicText.hasSuffix("\n") && publicText.split(separator: "\n").count == 1)
+        #expect(try jsonObject(made.stdout)["publicKeyBase64"] as? String == publicText.trimmingCharacters(in: .newlines))
+        #expect(try ChannelPrivateKey(contentsOf: privateKey).publicKey == ChannelPublicKey(contentsOf: publicKey))
+        let secret = try Data(contentsOf: privateKey)
+
+        // Either file existing stops it, and nothing is written.
+        let again = try ReseedBinary.run(["keygen", "--private-key", privateKey.path, "--public-key", keys.appendingPathComponent("other.pub").path])
+        #expect(again.status == 1)
+        #expect(again.stdout == "")
+        #expect(again.stderrLines.count == 1)
+        #expect(again.stderr.hasPrefix("reseed: writeKey: refusing to overwrite an existing key file (\(privateKey.path))"))
+        #expect(try Data(contentsOf: privateKey) == secret)
+        #expect(!FileManager.default.fileExists(atPath: keys.appendingPathComponent("other.pub").path))
+
+        let publicExists = try ReseedBinary.run(["keygen", "--private-key", keys.appendingPathComponent("new.key").path, "--public-key", publicKey.path])
+        #expect(publicExists.status == 1)
+        #expect(publicExists.stderr.contains("refusing to overwrite"))
+        #expect(!FileManager.default.fileExists(atPath: keys.appendingPathComponent("new.key").path))
+        #expect(try String(contentsOf: publicKey, encoding: .utf8) == publicText)
+    }
+
+    @Test func publishThenUpdateThroughTheBinary() throws {
+        let sandbox = try ChannelSandbox()
+        let keys = sandbox.directory.appending("keys")
+        let privateKey = keys.appendingPathComponent("channel.key").path
+        let publicKey = keys.appendingPathComponent("channel.pub").path
+        #expect(try ReseedBinary.run(["keygen", "--private-key", privateKey, "--public-key", publicKey]).status == 0)
+        let bundled = try sandbox.seed("1.0.0")
+        let data = sandbox.dataDirectory.path
+        #expect(try ReseedBinary.run(["launch", "--seed", bundled.manifestURL.path, "--data-dir", data]).status == 0)
+
+        let newer = try sandbox.seed("1.1.0", rows: 4)
+        let published = try ReseedBinary.run(["publish", newer.manifestURL.deletingLastPathComponent().path, "--channel", sandbox.channel.path, "--private-key", privateKey])
+        #expect(published.status == 0)
+        #expect(published.stdout == "Published items 1.1.0 to \(sandbox.channel.path): items-1.1.0.sqlite (\(newer.manifest.size) bytes), channel.json signed.\n")
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).filter { !$0.hasPrefix(".") })
+                == ["channel.json", "channel.json.sig", "items-1.1.0.sqlite"])
+
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey,
+                      "--seed", bundled.manifestURL.path, "--data-dir", data, "--json", "--timeout", "10"]
+        let first = try ReseedBinary.run(update)
+        #expect(first.status == 0)
+        #expect(first.stderr == "")
+        #expect(first.stdout.split(separator: "\n").count == 1)
+        let updated = try jsonObject(first.stdout)
+        #expect(updated["outcome"] as? String == "updated")
+        #expect(updated["version"] as? String == "1.1.0")
+        #expect(updated["previousVersion"] as? String == "1.0.0")
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+
+        let second = try ReseedBinary.run(update)
+        #expect(second.status == 0)
+        let upToDate = try jsonObject(second.stdout)
+        #expect(upToDate["outcome"] as? String == "upToDate")
+        #expect(upToDate["version"] as? String == "1.1.0")
+        #expect(upToDate["previousVersion"] as? String == "1.1.0")
+        #expect(upToDate["notModified"] as? Bool == true)
+
+        // The next launch keeps the download; `status` agrees.
+        let launch = try ReseedBinary.run(["launch", "--seed", bundled.manifestURL.path, "--data-dir", data, "--json"])
+        #expect(launch.status == 0)
+        let launched = try jsonObject(launch.stdout)
+        #expect(launched["outcome"] as? String == "upToDate")
+        #expect(launched["version"] as? String == "1.1.0")
+        #expect(launched["source"] as? String == "download")
+        let status = try jsonObject(try ReseedBinary.run(["status", "--seed", bundled.manifestURL.path, "--data-dir", data, "--json"]).stdout)
+        #expect(status["upToDate"] as? Bool == true)
+        #expect(status["source"] as? String == "download")
+
+        // Publishing the same seed again changes nothing.
+        let again = try ReseedBinary.run(["publish", newer.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", privateKey, "--json"])
+        #expect(again.status == 0)
+        #expect(try jsonObject(again.stdout)["copied"] as? Bool == false)
+    }
+
+    @Test func updateErrorsAreOneLineNamingTheStepAndTheURL() throws {
+        let sandbox = try ChannelSandbox()
+        let keys = sandbox.directory.appending("keys")
+        let publicKey = keys.appendingPathComponent("channel.pub")
+        _ = try ChannelPrivateKey.generate(privateKeyFile: keys.appendingPathComponent("other.key"), publicKeyFile: publicKey)
+        let bundled = try sandbox.seed("1.0.0")
+        let data = sandbox.dataDirectory.path
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        func update(_ channel: String) throws -> ReseedBinary.Result {
+            try ReseedBinary.run(["update", "--channel", channel, "--public-key", publicKey.path, "--seed", bundled.manifestURL.path,
+                                  "--data-dir", data, "--json", "--timeout", "5"])
+        }
+
+        let wrongKey = try update(sandbox.server.url.absoluteString)
+        #expect(wrongKey.status == 1)
+        #expect(wrongKey.stdout == "")
+        #expect(wrongKey.stderrLines.count == 1)
+        #expect(wrongKey.stderr.hasPrefix("reseed: checkSignature: channel.json.sig is not a signature of channel.json by the app's public key"))
+        #expect(wrongKey.stderr.contains(sandbox.server.url.absoluteString + "channel.json"))
+
+        let missing = try update(sandbox.server.url.absoluteString + "nowhere/")
+        #expect(missing.status == 1)
+        #expect(missing.stderrLines.count == 1)
+        #expect(missing.stderr.lowercased() == "reseed: fetchManifest: HTTP 404 not found (\(sandbox.server.url.absoluteString)nowhere/channel.json)\n".lowercased())
+
+        sandbox.server.stop()
+        let refused = try update(sandbox.server.url.absoluteString)
+        #expect(refused.status == 1)
+        #expect(refused.stderrLines.count == 1)
+        #expect(refused.stderr.hasPrefix("reseed: fetchManifest: "))
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+
+        let bad = try ReseedBinary.run(["update", "--channel", "ftp://example.com/", "--public-key", publicKey.path])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("--channel must be an http or https URL"))
+    }
+}
