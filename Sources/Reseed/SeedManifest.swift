@@ -136,32 +136,10 @@ extension SeedManifest {
         guard format == Int64(currentFormat) else {
             throw fields.invalid("format", "unknown manifest format \(format); this Reseed reads format \(currentFormat)")
         }
-        let name = try fields.string("name")
-        guard isValidStoreName(name) else {
-            throw fields.invalid("name", "store name \(JSONNode.quote(name)) must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
-        }
-        let version = try fields.string("version")
-        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-            throw fields.invalid("version", "version must be 1-128 printable characters")
-        }
-        let file = try fields.string("file")
-        guard isPlainFileName(file) else {
-            throw fields.invalid("file", "file \(JSONNode.quote(file)) is not a plain file name (no '/', '\\', NUL, '.' or '..')")
-        }
-        let pageSize = try fields.integer("pageSize", in: 512...65536)
-        guard pageSize & (pageSize - 1) == 0 else { throw fields.invalid("pageSize", "page size \(pageSize) is not a power of two") }
-        let size = try fields.integer("size", in: 0...Int64.max)
-        guard size >= pageSize, size <= maximumSeedSize, size % pageSize == 0 else {
-            throw fields.invalid("size", "size \(size) is not a whole number of \(pageSize)-byte pages between one page and 1 TiB")
-        }
-        let sha256 = try fields.string("sha256")
-        guard isSHA256(sha256) else { throw fields.invalid("sha256", "sha256 must be 64 lowercase hex digits") }
-        let userVersion = try fields.integer("userVersion", in: Int64(Int32.min)...Int64(Int32.max))
-        let applicationID = try fields.integer("applicationID", in: Int64(Int32.min)...Int64(Int32.max))
-        let steps = try fields.steps()
-        return SeedManifest(
-            format: Int(format), name: name, version: version, file: file, size: size, sha256: sha256,
-            userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize), steps: steps)
+        var manifest = try fields.seedFacts()
+        manifest.format = Int(format)
+        manifest.steps = try fields.steps()
+        return manifest
     }
 
     /// A store name usable as a file name on every platform.
@@ -190,6 +168,36 @@ struct ManifestFields {
     let path: String
     /// The step failures name.
     var step: ReseedError.Step = .readManifest
+
+    /// The fields every manifest of a seed has, checked: name, version, file, page size, size,
+    /// SHA-256, `user_version`, `application_id` (the seed manifest and the channel manifest share them).
+    func seedFacts() throws(ReseedError) -> SeedManifest {
+        let name = try string("name")
+        guard SeedManifest.isValidStoreName(name) else {
+            throw invalid("name", "store name \(JSONNode.quote(name)) must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        let version = try string("version")
+        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            throw invalid("version", "version must be 1-128 printable characters")
+        }
+        let file = try string("file")
+        guard SeedManifest.isPlainFileName(file) else {
+            throw invalid("file", "file \(JSONNode.quote(file)) is not a plain file name (no '/', '\\', NUL, '.' or '..')")
+        }
+        let pageSize = try integer("pageSize", in: 512...65536)
+        guard pageSize & (pageSize - 1) == 0 else { throw invalid("pageSize", "page size \(pageSize) is not a power of two") }
+        let size = try integer("size", in: 0...Int64.max)
+        guard size >= pageSize, size <= SeedManifest.maximumSeedSize, size % pageSize == 0 else {
+            throw invalid("size", "size \(size) is not a whole number of \(pageSize)-byte pages between one page and 1 TiB")
+        }
+        let sha256 = try string("sha256")
+        guard SeedManifest.isSHA256(sha256) else { throw invalid("sha256", "sha256 must be 64 lowercase hex digits") }
+        let userVersion = try integer("userVersion", in: Int64(Int32.min)...Int64(Int32.max))
+        let applicationID = try integer("applicationID", in: Int64(Int32.min)...Int64(Int32.max))
+        return SeedManifest(
+            name: name, version: version, file: file, size: size, sha256: sha256,
+            userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize), steps: [])
+    }
 
     func invalid(_ field: String?, _ message: String) -> ReseedError {
         ReseedError(.invalidManifest, step: step, path: path, field: field,

@@ -127,30 +127,11 @@ public struct ChannelManifest: Sendable, Hashable {
             throw ReseedError(.channelRefused, step: .checkManifest, path: source, field: "minimumFormat",
                               message: "the channel needs channel format \(minimumFormat); this Reseed reads format \(currentFormat): update the app")
         }
-        let name = try fields.string("name")
-        guard SeedManifest.isValidStoreName(name) else { throw fields.invalid("name", "store name \(JSONNode.quote(name)) is not a valid store name") }
-        let version = try fields.string("version")
-        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-            throw fields.invalid("version", "version must be 1-128 printable characters")
+        let seed = try fields.seedFacts()
+        guard !seed.file.hasPrefix(".") else {
+            throw fields.invalid("file", "file \(JSONNode.quote(seed.file)) is not a plain file name")
         }
-        let file = try fields.string("file")
-        guard SeedManifest.isPlainFileName(file), !file.hasPrefix(".") else {
-            throw fields.invalid("file", "file \(JSONNode.quote(file)) is not a plain file name")
-        }
-        let pageSize = try fields.integer("pageSize", in: 512...65536)
-        guard pageSize & (pageSize - 1) == 0 else { throw fields.invalid("pageSize", "page size \(pageSize) is not a power of two") }
-        let size = try fields.integer("size", in: 0...SeedManifest.maximumSeedSize)
-        guard size >= pageSize, size % pageSize == 0 else {
-            throw fields.invalid("size", "size \(size) is not a whole number of \(pageSize)-byte pages")
-        }
-        let sha256 = try fields.string("sha256")
-        guard SeedManifest.isSHA256(sha256) else { throw fields.invalid("sha256", "sha256 must be 64 lowercase hex digits") }
-        let userVersion = try fields.integer("userVersion", in: Int64(Int32.min)...Int64(Int32.max))
-        let applicationID = try fields.integer("applicationID", in: Int64(Int32.min)...Int64(Int32.max))
-        var manifest = ChannelManifest(
-            seed: SeedManifest(name: name, version: version, file: file, size: size, sha256: sha256,
-                               userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize), steps: []),
-            file: file)
+        var manifest = ChannelManifest(seed: seed, file: seed.file)
         manifest.format = Int(format)
         manifest.minimumFormat = Int(minimumFormat)
         return manifest
