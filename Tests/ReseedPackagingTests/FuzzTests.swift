@@ -22,23 +22,6 @@ extension SplitMix64 {
     }
 }
 
-/// What went wrong over many cases: every failure counts, the first few are shown.
-struct Failures {
-    private(set) var count = 0
-    private(set) var first: [String] = []
-
-    mutating func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-        guard !condition else { return }
-        count += 1
-        if first.count < 8 { first.append(message()) }
-    }
-
-    var summary: Comment { Comment(rawValue: "\(count) failing case(s):\n" + first.joined(separator: "\n")) }
-}
-
-func shown(_ bytes: [UInt8]) -> String {
-    String(decoding: bytes.prefix(240), as: UTF8.self).debugDescription + (bytes.count > 240 ? "… (\(bytes.count) bytes)" : "")
-}
 
 func summary(_ tally: [String: Int]) -> String {
     tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
@@ -125,7 +108,7 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
     @Test(.timeLimit(.minutes(1)))
     func randomBuffersEndOrFailWithInvalidCSV() {
         var rng = SplitMix64(seed: 0x5EED_0C01)
-        var failures = Failures()
+        var failures = FuzzFailures()
         var tally: [String: Int] = [:]
         let alphabet: [UInt8] = Array("ab1 ,,\"\"\n\r".utf8) + [0x00, 0xFF, 0xC3, 0xA9, 0xEF, 0xBB, 0xBF]
         let cases = 12_000
@@ -142,37 +125,37 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
                         records += 1
                         if expecting == nil, rng.chance(0.5) { expecting = record.fields.count }
                         for field in record.fields {
-                            failures.check(0 <= field.start && field.start <= field.end && field.end <= bytes.count, "field out of bounds in \(shown(bytes))")
+                            failures.check(0 <= field.start && field.start <= field.end && field.end <= bytes.count, "field out of bounds in \(FuzzFailures.shown(bytes))")
                             let content = bytes[field.start..<field.end]
                             switch field.kind {
-                            case .unquoted: failures.check(!content.contains { ",\"\r\n".utf8.contains($0) }, "unquoted field holds a separator or quote: \(shown(bytes))")
-                            case .quoted: failures.check(!content.contains(UInt8(ascii: "\"")), "quoted field holds an undoubled quote: \(shown(bytes))")
-                            case .quotedWithEscapes: failures.check(content.contains(UInt8(ascii: "\"")), "escaped field holds no quote: \(shown(bytes))")
+                            case .unquoted: failures.check(!content.contains { ",\"\r\n".utf8.contains($0) }, "unquoted field holds a separator or quote: \(FuzzFailures.shown(bytes))")
+                            case .quoted: failures.check(!content.contains(UInt8(ascii: "\"")), "quoted field holds an undoubled quote: \(FuzzFailures.shown(bytes))")
+                            case .quotedWithEscapes: failures.check(content.contains(UInt8(ascii: "\"")), "escaped field holds no quote: \(FuzzFailures.shown(bytes))")
                             }
                             _ = parser.text(field)
                         }
                         // Every record consumes at least one byte: more records than bytes would be a loop.
                         guard records <= bytes.count + 1 else {
-                            failures.check(false, "the parser does not advance: \(shown(bytes))")
+                            failures.check(false, "the parser does not advance: \(FuzzFailures.shown(bytes))")
                             break
                         }
                     }
                     tally["parsed", default: 0] += 1
                 } catch {
                     tally[error.message.split(separator: "(").first.map { String($0) } ?? error.message, default: 0] += 1
-                    failures.check(error.code == .invalidCSV && error.path == Self.path, "unexpected \(error.code) \(error) for \(shown(bytes))")
-                    failures.check((1...lineEnds + 1).contains(error.line ?? 0), "line \(error.line ?? 0) outside 1...\(lineEnds + 1) in \(shown(bytes))")
+                    failures.check(error.code == .invalidCSV && error.path == Self.path, "unexpected \(error.code) \(error) for \(FuzzFailures.shown(bytes))")
+                    failures.check((1...lineEnds + 1).contains(error.line ?? 0), "line \(error.line ?? 0) outside 1...\(lineEnds + 1) in \(FuzzFailures.shown(bytes))")
                 }
             }
         }
         print("CSV fuzz: \(cases) random buffers: \(summary(tally))")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func generatedCSVGivesBackItsFields() {
         var rng = SplitMix64(seed: 0x5EED_0C02)
-        var failures = Failures()
+        var failures = FuzzFailures()
         let cases = 10_000
         var fields = 0
         for _ in 0..<cases {
@@ -185,24 +168,24 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
                         parsed.append(record.fields.map { $0.kind == .unquoted && $0.start == $0.end ? nil : parser.text($0) })
                     }
                 } catch {
-                    failures.check(false, "valid CSV rejected: \(error) in \(shown(bytes))")
+                    failures.check(false, "valid CSV rejected: \(error) in \(FuzzFailures.shown(bytes))")
                     return
                 }
                 let expected = [header.map { Optional($0) }] + records
                 fields += expected.reduce(0) { $0 + $1.count }
                 failures.check(parsed.map { $0.map { $0.map(Cell.text) ?? .null } } == expected.map { $0.map { $0.map(Cell.text) ?? .null } },
-                               "parsed \(parsed), expected \(expected) from \(shown(bytes))")
+                               "parsed \(parsed), expected \(expected) from \(FuzzFailures.shown(bytes))")
             }
         }
         print("CSV fuzz: \(cases) generated documents (\(fields) fields) round-tripped through CSVParser")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func generatedCSVLoadsItsRows() throws {
         let queue = try fuzzDatabase(table: "thing")
         var rng = SplitMix64(seed: 0x5EED_0C03)
-        var failures = Failures()
+        var failures = FuzzFailures()
         let cases = 3_000
         var rows = 0
         try queue.inDatabase { db in
@@ -218,10 +201,10 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
                 }
                 let loaded = try takeRows(db, table: "thing")
                 rows += loaded.count
-                failures.check((try? result.get()) == records.count && loaded == expected, "loaded \(result) \(loaded), expected \(expected) from \(shown(bytes))")
+                failures.check((try? result.get()) == records.count && loaded == expected, "loaded \(result) \(loaded), expected \(expected) from \(FuzzFailures.shown(bytes))")
             }
         }
         print("CSV fuzz: \(cases) generated documents loaded by CSVLoader (\(rows) rows compared)")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 }

@@ -106,7 +106,7 @@ import Testing
     func generatedArraysLoadTheirRows() throws {
         let queue = try fuzzDatabase(table: "thing")
         var rng = SplitMix64(seed: 0x5EED_0D01)
-        var failures = Failures()
+        var failures = FuzzFailures()
         let cases = 10_000
         var rows = 0
         try queue.inDatabase { db in
@@ -115,18 +115,18 @@ import Testing
                 let result = Self.load(bytes, into: db)
                 let loaded = try takeRows(db, table: "thing")
                 rows += loaded.count
-                failures.check((try? result.get()) == expected.count && loaded == expected, "loaded \(result) \(loaded), expected \(expected) from \(shown(bytes))")
+                failures.check((try? result.get()) == expected.count && loaded == expected, "loaded \(result) \(loaded), expected \(expected) from \(FuzzFailures.shown(bytes))")
             }
         }
         print("JSON fuzz: \(cases) generated arrays loaded by JSONLoader (\(rows) rows compared)")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func damagedArraysLoadOrFailWithATypedError() throws {
         let queue = try fuzzDatabase(table: "thing")
         var rng = SplitMix64(seed: 0x5EED_0D02)
-        var failures = Failures()
+        var failures = FuzzFailures()
         var tally: [String: Int] = [:]
         let cases = 12_000
         let insertions = ["{", "}", "[", "]", ",", ":", "\"", "\\", "\0", "\u{FEFF}", "1e400", String(repeating: "9", count: 400), "\"\\ud800\"", "tru", "-"]
@@ -150,19 +150,19 @@ import Testing
                 switch result {
                 case .success(let count):
                     tally["loaded", default: 0] += 1
-                    failures.check(count == loaded.count, "reported \(count) rows, loaded \(loaded.count) from \(shown(bytes))")
+                    failures.check(count == loaded.count, "reported \(count) rows, loaded \(loaded.count) from \(FuzzFailures.shown(bytes))")
                 case .failure(let error):
                     tally[error.code.rawValue, default: 0] += 1
                     let lines = bytes.count(where: { $0 == 0x0A }) + 1
                     failures.check([.invalidJSON, .unknownColumn].contains(error.code) && error.path == Self.path,
-                                   "unexpected \(error.code): \(error) for \(shown(bytes))")
+                                   "unexpected \(error.code): \(error) for \(FuzzFailures.shown(bytes))")
                     failures.check((1...lines).contains(error.line ?? 0), "line \(error.line ?? 0) outside 1...\(lines): \(error)")
                     failures.check(loaded.isEmpty || error.code != .invalidJSON || !error.message.hasPrefix("not valid JSON"),
-                                   "rows were loaded from JSON that does not parse: \(shown(bytes))")
+                                   "rows were loaded from JSON that does not parse: \(FuzzFailures.shown(bytes))")
                 }
             }
         }
         print("JSON fuzz: \(cases) damaged arrays: \(summary(tally))")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 }

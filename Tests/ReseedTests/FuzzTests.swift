@@ -26,24 +26,7 @@ extension SplitMix64 {
     }
 }
 
-/// What went wrong over many cases: every failure counts, the first few are shown.
-struct Failures {
-    private(set) var count = 0
-    private(set) var first: [String] = []
 
-    mutating func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-        guard !condition else { return }
-        count += 1
-        if first.count < 8 { first.append(message()) }
-    }
-
-    var summary: Comment { Comment(rawValue: "\(count) failing case(s):\n" + first.joined(separator: "\n")) }
-}
-
-/// A case's bytes, readable in a failure message.
-func shown(_ bytes: [UInt8]) -> String {
-    String(decoding: bytes.prefix(240), as: UTF8.self).debugDescription + (bytes.count > 240 ? "… (\(bytes.count) bytes)" : "")
-}
 
 /// How a fuzz case damages a document: what broken disks, editors, truncated downloads and attackers produce.
 enum Damage: String, CaseIterable {
@@ -138,26 +121,26 @@ enum Damage: String, CaseIterable {
     @Test(.timeLimit(.minutes(1)))
     func randomValidManifestsRoundTrip() {
         var rng = SplitMix64(seed: 0x5EED_0001)
-        var failures = Failures()
+        var failures = FuzzFailures()
         let cases = 10_000
         for _ in 0..<cases {
             let manifest = Self.randomManifest(&rng)
             let bytes = Array(manifest.encoded())
             do throws(ReseedError) {
                 let decoded = try SeedManifest.decode(bytes, path: Self.path)
-                failures.check(decoded == manifest, "decoded \(decoded) from \(shown(bytes))")
+                failures.check(decoded == manifest, "decoded \(decoded) from \(FuzzFailures.shown(bytes))")
             } catch {
-                failures.check(false, "valid manifest rejected (\(error)): \(shown(bytes))")
+                failures.check(false, "valid manifest rejected (\(error)): \(FuzzFailures.shown(bytes))")
             }
         }
         print("manifest fuzz: \(cases) valid manifests round-tripped")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 
     @Test(.timeLimit(.minutes(1)))
     func damagedManifestsAreRejectedOrDecodeToWellFormedValues() {
         var rng = SplitMix64(seed: 0x5EED_0002)
-        var failures = Failures()
+        var failures = FuzzFailures()
         var tally: [String: Int] = [:]
         let cases = 12_000
         for _ in 0..<cases {
@@ -167,18 +150,18 @@ enum Damage: String, CaseIterable {
             do throws(ReseedError) {
                 let decoded = try SeedManifest.decode(bytes, path: Self.path)
                 tally["\(damage.rawValue) decoded", default: 0] += 1
-                failures.check(Self.isWellFormed(decoded), "accepted a manifest breaking its rules: \(decoded) from \(shown(bytes))")
+                failures.check(Self.isWellFormed(decoded), "accepted a manifest breaking its rules: \(decoded) from \(FuzzFailures.shown(bytes))")
                 failures.check((try? SeedManifest.decode(Array(decoded.encoded()), path: Self.path)) == decoded,
-                               "an accepted manifest does not round-trip: \(shown(bytes))")
+                               "an accepted manifest does not round-trip: \(FuzzFailures.shown(bytes))")
             } catch {
                 tally["\(damage.rawValue) rejected", default: 0] += 1
                 failures.check(error.code == .invalidManifest && error.step == .readManifest && error.path == Self.path,
-                               "unexpected error \(error.code)/\(error.step) for \(shown(bytes))")
+                               "unexpected error \(error.code)/\(error.step) for \(FuzzFailures.shown(bytes))")
                 failures.check(!error.description.unicodeScalars.contains { $0 == "\n" || $0 == "\r" },
                                "the error is not one line (the CLI prints it as one): \(error.description.debugDescription)")
             }
         }
         print("manifest fuzz: \(cases) damaged manifests: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 }

@@ -131,7 +131,7 @@ struct JSONTextGenerator {
 
 @Suite struct PreferencesFuzzTests {
     /// Records a version with ``JSONEdit`` as ``PreferencesFile`` does, and checks what the edit promises.
-    static func checkEdit(_ bytes: [UInt8], _ rng: inout SplitMix64, _ failures: inout Failures) -> Bool {
+    static func checkEdit(_ bytes: [UInt8], _ rng: inout SplitMix64, _ failures: inout FuzzFailures) -> Bool {
         guard let root = try? JSONNode.parse(bytes), case .object(let members) = root.value,
               case .valid(let before) = PreferencesFile.contents(of: bytes) else { return false }
         let name = rng.chance(0.5) ? "items" : rng.text(maxScalars: 6)
@@ -139,21 +139,21 @@ struct JSONTextGenerator {
         let path = [PreferencesFile.key, name, "version"]
         let edited = JSONEdit.set(path, to: JSONNode.quote(version), in: bytes, root: root)
         guard let again = try? JSONNode.parse(edited), case .object(let after) = again.value else {
-            failures.check(false, "the edit made bytes that do not parse as an object: \(shown(bytes)) → \(shown(edited))")
+            failures.check(false, "the edit made bytes that do not parse as an object: \(FuzzFailures.shown(bytes)) → \(FuzzFailures.shown(edited))")
             return true
         }
         let editedIndex = members.lastIndex { $0.key == PreferencesFile.key }
-        failures.check(after.count == members.count + (editedIndex == nil ? 1 : 0), "the edit changed the member count: \(shown(bytes)) → \(shown(edited))")
+        failures.check(after.count == members.count + (editedIndex == nil ? 1 : 0), "the edit changed the member count: \(FuzzFailures.shown(bytes)) → \(FuzzFailures.shown(edited))")
         for (index, member) in members.enumerated() where index != editedIndex && index < after.count {
             failures.check(after[index].key == member.key && edited[after[index].range] == bytes[member.range],
-                           "the edit changed the member \(member.key.debugDescription): \(shown(bytes)) → \(shown(edited))")
+                           "the edit changed the member \(member.key.debugDescription): \(FuzzFailures.shown(bytes)) → \(FuzzFailures.shown(edited))")
         }
-        if editedIndex == nil { failures.check(after.last?.key == PreferencesFile.key, "the edit did not append \"reseed\": \(shown(edited))") }
+        if editedIndex == nil { failures.check(after.last?.key == PreferencesFile.key, "the edit did not append \"reseed\": \(FuzzFailures.shown(edited))") }
         var expected = before
         expected[name] = version
         failures.check(PreferencesFile.contents(of: edited) == .valid(versions: expected),
-                       "after recording \(version.debugDescription) for \(name.debugDescription): \(PreferencesFile.contents(of: edited)), expected \(expected); \(shown(edited))")
-        failures.check(JSONEdit.set(path, to: JSONNode.quote(version), in: edited, root: again) == edited, "recording the same version twice changed the bytes: \(shown(edited))")
+                       "after recording \(version.debugDescription) for \(name.debugDescription): \(PreferencesFile.contents(of: edited)), expected \(expected); \(FuzzFailures.shown(edited))")
+        failures.check(JSONEdit.set(path, to: JSONNode.quote(version), in: edited, root: again) == edited, "recording the same version twice changed the bytes: \(FuzzFailures.shown(edited))")
         return true
     }
 
@@ -186,7 +186,7 @@ struct JSONTextGenerator {
         try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
         var generator = JSONTextGenerator(rng: SplitMix64(seed: 0x5EED_0003))
         var rng = SplitMix64(seed: 0x5EED_0004)
-        var failures = Failures()
+        var failures = FuzzFailures()
         let cases = 10_000
         var edits = 0
         var viaFiles = 0
@@ -194,16 +194,16 @@ struct JSONTextGenerator {
             let (text, versions) = generator.preferences()
             let bytes = Array(text.utf8)
             failures.check(PreferencesFile.contents(of: bytes) == .valid(versions: versions),
-                           "read \(PreferencesFile.contents(of: bytes)), expected \(versions) from \(shown(bytes))")
+                           "read \(PreferencesFile.contents(of: bytes)), expected \(versions) from \(FuzzFailures.shown(bytes))")
             if Self.checkEdit(bytes, &rng, &failures) { edits += 1 }
             if index % 100 == 0 {
                 try Data(bytes).write(to: sandbox.preferencesURL)
-                failures.check(try PreferencesFile(url: sandbox.preferencesURL).read() == .valid(versions: versions), "file read differs: \(shown(bytes))")
+                failures.check(try PreferencesFile(url: sandbox.preferencesURL).read() == .valid(versions: versions), "file read differs: \(FuzzFailures.shown(bytes))")
                 viaFiles += 1
             }
         }
         print("preferences fuzz: \(cases) generated files read (\(viaFiles) through PreferencesFile(url:).read()), \(edits) edits checked")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -212,7 +212,7 @@ struct JSONTextGenerator {
         try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
         var generator = JSONTextGenerator(rng: SplitMix64(seed: 0x5EED_0005))
         var rng = SplitMix64(seed: 0x5EED_0006)
-        var failures = Failures()
+        var failures = FuzzFailures()
         var tally: [String: Int] = [:]
         var compared = 0
         let cases = 12_000
@@ -225,24 +225,24 @@ struct JSONTextGenerator {
             switch contents {
             case .valid:
                 tally["valid", default: 0] += 1
-                failures.check(parsed.map { if case .object = $0.value { true } else { false } } ?? false, "valid but not an object: \(shown(bytes))")
+                failures.check(parsed.map { if case .object = $0.value { true } else { false } } ?? false, "valid but not an object: \(FuzzFailures.shown(bytes))")
             case .corrupt(let reason):
                 tally["corrupt", default: 0] += 1
-                failures.check(!reason.isEmpty && !reason.contains("\n"), "corrupt without a one-line reason: \(shown(bytes))")
+                failures.check(!reason.isEmpty && !reason.contains("\n"), "corrupt without a one-line reason: \(FuzzFailures.shown(bytes))")
             case .missing:
-                failures.check(false, "bytes read as a missing file: \(shown(bytes))")
+                failures.check(false, "bytes read as a missing file: \(FuzzFailures.shown(bytes))")
             }
             if let foundation = Self.foundationAccepts(bytes) {
                 compared += 1
-                failures.check(foundation == (parsed != nil), "JSONSerialization \(foundation ? "accepts" : "rejects") what JSONNode \(parsed != nil ? "accepts" : "rejects"): \(shown(bytes))")
+                failures.check(foundation == (parsed != nil), "JSONSerialization \(foundation ? "accepts" : "rejects") what JSONNode \(parsed != nil ? "accepts" : "rejects"): \(FuzzFailures.shown(bytes))")
             }
             if Self.checkEdit(bytes, &rng, &failures) { tally["edited", default: 0] += 1 }
             if index % 100 == 0 {
                 try Data(bytes).write(to: sandbox.preferencesURL)
-                failures.check(try PreferencesFile(url: sandbox.preferencesURL).read() == contents, "file read differs: \(shown(bytes))")
+                failures.check(try PreferencesFile(url: sandbox.preferencesURL).read() == contents, "file read differs: \(FuzzFailures.shown(bytes))")
             }
         }
         print("preferences fuzz: \(cases) damaged files: \(tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")); \(compared) compared with JSONSerialization")
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 }

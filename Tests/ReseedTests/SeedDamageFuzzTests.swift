@@ -27,7 +27,7 @@ import Testing
         try good.manifest.encoded().write(to: manifestURL)
 
         var rng = SplitMix64(seed: level == .size ? 0x5EED_00A4 : 0x5EED_00A5)
-        var failures = Failures()
+        var failures = FuzzFailures()
         var tally: [String: Int] = [:]
         let clock = ContinuousClock()
         let start = clock.now
@@ -71,7 +71,7 @@ import Testing
         let seconds = Double((clock.now - start).components.attoseconds) / 1e18 + Double((clock.now - start).components.seconds)
         print("seed damage fuzz (\(level)): \(Self.casesPerLevel) launches in \(String(format: "%.1f", seconds)) s: "
               + tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-        #expect(failures.count == 0, failures.summary)
+        #expect(failures.count == 0, "\(failures.summary)")
     }
 
     /// Header fields SQLite reads only when it allocates a page: the free-list page count (offset 36)
