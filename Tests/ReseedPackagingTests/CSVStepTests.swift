@@ -93,6 +93,41 @@ import Testing
         #expect(error.message.contains("UNIQUE"))
     }
 
+    /// Rows go in groups of `CSVLoader.rowsPerStatement` (32): a refused row at the start, inside,
+    /// at the end of a group, or among the rows after the last whole group, is still named by its line,
+    /// whether it is refused on its own (NOT NULL) or for a row before it in the same group (UNIQUE).
+    @Test(arguments: [1, 2, 31, 32, 33, 50, 64, 65, 193, 200])
+    func rowRefusedInsideAGroupNamesItsLine(record: Int) throws {
+        let schema = "CREATE TABLE entry (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
+        func csv(_ refused: (Int) -> String) -> String {
+            "id,name\n" + (1...200).map { $0 == record ? refused($0) : "\($0),n\($0)\n" }.joined()
+        }
+        var cases = [(csv { "\($0),\n" }, "NOT NULL")]
+        if record > 1 { cases.append((csv { "\($0 - 1),again\n" }, "UNIQUE")) }
+        for (rows, message) in cases {
+            let sandbox = try MigrationsSandbox(["0001_schema.sql": schema, "0002_entry.csv": rows])
+            let error = try #require(buildError(sandbox))
+            #expect(error.code == .rowRejected)
+            #expect(error.line == record + 1, "\(message) at record \(record)")
+            #expect(error.message.contains(message))
+        }
+    }
+
+    @Test func rowCountsAroundGroupAndBatchSizesLoadEveryRowOnce() throws {
+        for count in [31, 32, 33, 4095, 4096, 4097, 2 * 4096 + 33] {
+            let csv = "id,name,count\n" + (1...count).map { "\($0),\"n,\($0)\",\($0 * 2)\n" }.joined()
+            let (sandbox, result) = try load(csv)
+            let totals = try sandbox.read(result) { db in
+                try Row.fetchOne(db, sql: "SELECT count(*), sum(id), sum(count), count(DISTINCT name), min(name) FROM item")!
+            }
+            #expect(totals[0] as Int == count)
+            #expect(totals[1] as Int == count * (count + 1) / 2)
+            #expect(totals[2] as Int == count * (count + 1))
+            #expect(totals[3] as Int == count)
+            #expect(totals[4] as String == "n,1")
+        }
+    }
+
     @Test func lastRecordWithoutNewlineIsLoaded() throws {
         let (sandbox, result) = try load("id,name\n1,a\n2,b")
         #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 2)

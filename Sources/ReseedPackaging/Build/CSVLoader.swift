@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// Loads a `.csv` step (RFC 4180) into its table, parsing bytes and reusing one prepared statement.
+/// Loads a `.csv` step (RFC 4180) into its table, parsing bytes and reusing prepared statements.
 ///
 /// - A header row names the columns; each must be a column of the table.
 /// - Fields may be quoted; inside quotes, commas, newlines and doubled quotes (`""`) are data.
@@ -12,9 +12,16 @@ import GRDBSQLite
 /// - Values are bound as text, so the column's affinity decides their type:
 ///   an INTEGER column stores `42` as an integer, a REAL column `1.5` as a real.
 /// - Errors name the file and the physical line where the record starts.
+///
+/// Rows go in ``rowsPerStatement`` at a time through one multi-row `INSERT`: SQLite's work per
+/// statement (begin, halt, reset) is paid once per group instead of once per row. A group
+/// SQLite refuses is rolled back whole (the builder runs CSV steps with a rollback journal),
+/// then its rows are inserted one by one, so the error names the record's line.
 struct CSVLoader {
     /// How often, in rows, progress is reported.
     static let progressInterval = 100_000
+    /// Rows one `INSERT` carries (fewer for very wide tables: SQLite allows 32,766 parameters).
+    static let rowsPerStatement = 32
 
     let path: String
     let table: String
@@ -26,51 +33,102 @@ struct CSVLoader {
             throw PackagingError(.invalidCSV, path: path, line: 1, message: "the file is empty: a header row of column names is required")
         }
         let columns = try checkedColumns(header: header, parser: parser, db: db)
-        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        let sql = "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES (\(placeholders))"
-        let statement: Statement
+        let group = max(1, min(Self.rowsPerStatement, Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) / columns.count))
+        let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        let insert = "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES "
+        var inserter: Inserter
         do {
-            statement = try db.makeStatement(sql: sql)
+            inserter = Inserter(
+                db: db, bytes: bytes, path: path, width: columns.count, group: group,
+                single: try db.makeStatement(sql: insert + row),
+                grouped: try db.makeStatement(sql: insert + Array(repeating: row, count: group).joined(separator: ", ")))
         } catch {
             throw PackagingError.wrapping(error, path: path, line: 1)
         }
-        let handle = statement.sqliteStatement
         let readAhead = CSVReadAhead(parser, columns: columns.count)
         defer { readAhead.stop() }
-        var unescaped = [[UInt8]](repeating: [], count: columns.count)
         var rows = 0
         while true {
             let batch = readAhead.next()
-            for (record, line) in batch.lines.enumerated() {
-                for index in 0..<columns.count {
-                    let field = batch.fields[record * columns.count + index]
-                    let start = bytes.baseAddress! + field.start
-                    let length = Int32(field.end - field.start)
-                    switch field.kind {
-                    case .unquoted where length == 0:
-                        sqlite3_bind_null(handle, Int32(index + 1))
-                    case .unquoted, .quoted:
-                        sqlite3_bind_text(handle, Int32(index + 1), start.assumingMemoryBound(to: CChar.self), length, nil)
-                    case .quotedWithEscapes:
-                        CSVParser.unescape(UnsafeRawBufferPointer(start: start, count: Int(length)), into: &unescaped[index])
-                        unescaped[index].withUnsafeBufferPointer { buffer in
-                            buffer.withMemoryRebound(to: CChar.self) {
-                                _ = sqlite3_bind_text(handle, Int32(index + 1), $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT)
-                            }
+            var record = 0
+            while batch.lines.count - record >= group {
+                try inserter.insertGroup(of: batch, from: record)
+                record += group
+            }
+            for rest in record..<batch.lines.count {
+                try inserter.insertOne(of: batch, at: rest)
+            }
+            let before = rows
+            rows += batch.lines.count
+            if before / Self.progressInterval != rows / Self.progressInterval { progress?(rows) }
+            if let error = batch.error { throw error }
+            if batch.isLast { return rows }
+        }
+    }
+
+    /// Binds parsed records to the two prepared statements and runs them.
+    private struct Inserter {
+        let db: Database
+        let bytes: UnsafeRawBufferPointer
+        let path: String
+        let width: Int
+        let group: Int
+        let single: Statement
+        let grouped: Statement
+        /// A field with doubled quotes, undoubled; SQLite copies it when bound.
+        var unescaped: [UInt8] = []
+
+        /// Inserts `group` records from `first` with one statement; if SQLite refuses them,
+        /// one by one, so the error names the record.
+        mutating func insertGroup(of batch: CSVReadAhead.Batch, from first: Int) throws(PackagingError) {
+            let handle = grouped.sqliteStatement
+            for offset in 0..<group {
+                bind(batch, record: first + offset, to: handle, parameterOffset: offset * width)
+            }
+            let code = sqlite3_step(handle)
+            sqlite3_reset(handle)
+            guard code != SQLITE_DONE else { return }
+            // SQLite ended the whole transaction (I/O error, disk full): nothing to retry in.
+            guard sqlite3_get_autocommit(db.sqliteConnection) == 0 else { throw rejected(line: batch.lines[first]) }
+            // The statement was rolled back whole: the same rows one at a time find the one refused.
+            for record in first..<first + group {
+                try insertOne(of: batch, at: record)
+            }
+        }
+
+        mutating func insertOne(of batch: CSVReadAhead.Batch, at record: Int) throws(PackagingError) {
+            let handle = single.sqliteStatement
+            bind(batch, record: record, to: handle, parameterOffset: 0)
+            let code = sqlite3_step(handle)
+            sqlite3_reset(handle)
+            guard code == SQLITE_DONE else { throw rejected(line: batch.lines[record]) }
+        }
+
+        private mutating func bind(_ batch: CSVReadAhead.Batch, record: Int, to handle: OpaquePointer, parameterOffset: Int) {
+            for column in 0..<width {
+                let field = batch.fields[record * width + column]
+                let start = bytes.baseAddress! + field.start
+                let length = Int32(field.end - field.start)
+                let parameter = Int32(parameterOffset + column + 1)
+                switch field.kind {
+                case .unquoted where length == 0:
+                    sqlite3_bind_null(handle, parameter)
+                case .unquoted, .quoted:
+                    sqlite3_bind_text(handle, parameter, start.assumingMemoryBound(to: CChar.self), length, nil)
+                case .quotedWithEscapes:
+                    CSVParser.unescape(UnsafeRawBufferPointer(start: start, count: Int(length)), into: &unescaped)
+                    unescaped.withUnsafeBufferPointer { buffer in
+                        buffer.withMemoryRebound(to: CChar.self) {
+                            _ = sqlite3_bind_text(handle, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT)
                         }
                     }
                 }
-                let code = sqlite3_step(handle)
-                sqlite3_reset(handle)
-                guard code == SQLITE_DONE else {
-                    let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-                    throw PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(message)")
-                }
-                rows += 1
-                if rows % Self.progressInterval == 0 { progress?(rows) }
             }
-            if let error = batch.error { throw error }
-            if batch.isLast { return rows }
+        }
+
+        private func rejected(line: Int) -> PackagingError {
+            let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+            return PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(message)")
         }
     }
 

@@ -11,13 +11,13 @@ import Reseed
 /// Builds a seed from the steps of a `Migrations/` folder, reproducibly.
 ///
 /// The database is built in a temp file in the output folder with fast,
-/// unsafe settings (no journal, no sync: the file is not live yet), page size
-/// 4096. Each step runs in its own `BEGIN IMMEDIATE` transaction and must
-/// leave `PRAGMA foreign_key_check` empty. Then `integrity_check` and
-/// `foreign_key_check`, the metadata tables, `user_version` (the last step's
-/// number) and `application_id` (``SeedMetadata/applicationID``), `VACUUM INTO`
-/// a second temp file (compact, in rollback-journal mode), fsync, and a rename
-/// into place beside its manifest.
+/// unsafe settings (no journal, or one in memory for CSV steps; no sync: the
+/// file is not live yet), page size 4096. Each step runs in its own
+/// `BEGIN IMMEDIATE` transaction and must leave `PRAGMA foreign_key_check`
+/// empty. Then `integrity_check` and `foreign_key_check`, the metadata tables,
+/// `user_version` (the last step's number) and `application_id`
+/// (``SeedMetadata/applicationID``), `VACUUM INTO` a second temp file (compact,
+/// in rollback-journal mode), fsync, and a rename into place beside its manifest.
 /// A failed build removes its temp file and leaves the output folder as it was.
 ///
 /// The same steps, name and version give the same bytes on any folder, clock
@@ -169,7 +169,11 @@ public struct SeedBuilder: Sendable {
         let progress = self.progress
         try packaging(path: path) {
             try queue.writeWithoutTransaction { db in
-                // A failed step rolls back (GRDB insists); the temp file is discarded anyway.
+                // A CSV step needs statements that roll back whole (see `CSVLoader`): a journal in
+                // memory, which costs little there (new pages are not journaled). Other steps run
+                // without one: a failed step fails the build and the temp file is discarded.
+                if step.kind == .csv { try db.execute(sql: "PRAGMA journal_mode = MEMORY") }
+                defer { if step.kind == .csv { try? db.execute(sql: "PRAGMA journal_mode = OFF") } }
                 try db.inTransaction(.immediate) {
                 switch step.kind {
                 case .sql:
