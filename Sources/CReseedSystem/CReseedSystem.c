@@ -50,3 +50,12 @@ int reseed_advise_sequential(int fd) {
     return 0;
 #endif
 }
+
+int reseed_start_writeback(int fd, off_t offset, off_t length) {
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd; (void)offset; (void)length;
+    return 0;
+#endif
+}

@@ -16,10 +16,11 @@ import Testing
 /// After each run: one clear line on stderr (or a launch that worked), no crash, the install
 /// invariant, and a clean relaunch that installs 2.0.0 and leaves no temporary file.
 @Suite(.serialized) struct SyscallFaultTests {
-    /// The calls that act on the data directory: the file-system layer's, and SQLite's own
+    /// The calls that act on the data directory: the file-system layer's (`sync_file_range` only
+    /// starts writeback early: its failure must not fail anything), and SQLite's own
     /// (`pwrite64`, `fdatasync`, `ftruncate`). strace ignores a `?name` this architecture lacks.
-    static let calls = ["openat", "write", "pwrite64", "copy_file_range", "fsync", "fdatasync", "ftruncate", "renameat", "renameat2",
-                        "rename", "unlinkat", "unlink", "flock", "linkat", "mkdirat", "fstat", "newfstatat", "pread64", "read"]
+    static let calls = ["openat", "write", "pwrite64", "copy_file_range", "sync_file_range", "fsync", "fdatasync", "ftruncate", "renameat",
+                        "renameat2", "rename", "unlinkat", "unlink", "flock", "linkat", "mkdirat", "fstat", "newfstatat", "pread64", "read"]
     /// The error each call fails with: a plausible one for it (`ENOLCK` rather than `EWOULDBLOCK` for
     /// `flock`, which would only look like a held lock), `EIO` otherwise.
     static let errors = ["openat": "EACCES", "mkdirat": "EACCES", "linkat": "EMLINK", "write": "ENOSPC", "pwrite64": "ENOSPC", "flock": "ENOLCK"]

@@ -16,4 +16,8 @@ int reseed_rename_noreplace(int old_dirfd, const char *old_path, int new_dirfd, 
 /// posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL) where available; 0 elsewhere.
 int reseed_advise_sequential(int fd);
 
+/// sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE) on Linux: starts writeback of
+/// the range without waiting for it; 0 elsewhere (a hint: fsync still makes the data durable).
+int reseed_start_writeback(int fd, off_t offset, off_t length);
+
 #endif

@@ -16,6 +16,12 @@ import SystemPackage
 /// Apple platforms), `copy_file_range(2)` in large chunks, then a read/write loop
 /// with a 1 MiB buffer. With hashing it reads each block once, hashes it and
 /// writes it, so the SHA-256 costs no second read of the source.
+///
+/// Each chunk `copy_file_range` writes has its writeback started at once
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): with gigabytes of RAM the kernel would
+/// otherwise keep a whole seed dirty until the caller's fsync and write it only then, after
+/// the copy and the hashing instead of beside them (a 1 GiB checksum install: 0.95–1.24 s
+/// without, 0.70–0.77 s with, against `openssl dgst -sha256` 0.80–0.85 s).
 package struct FileCopier: Sendable {
     /// The buffer of the read/write loop; large enough that syscalls are not the cost.
     package static let bufferSize = 1 << 20
@@ -76,6 +82,7 @@ package struct FileCopier: Sendable {
                 return nil
             }
             if count == 0 { return total }
+            Syscalls.startWriteback(destination, from: total, count: Int64(count))
             total += Int64(count)
             progress?(total)
         }
@@ -93,6 +100,7 @@ package struct FileCopier: Sendable {
         } catch where Self.unsupported.contains(error) {
             return nil
         }
+        Syscalls.startWriteback(destination, from: 0, count: Int64(first))
         let copied = CopyProgress(first)
         progress?(Int64(first))
         let hashed = DispatchGroup()
@@ -107,6 +115,7 @@ package struct FileCopier: Sendable {
                 do {
                     let count = try Syscalls.copyFileRange(from: source, to: destination, length: chunk)
                     if count == 0 { break }
+                    Syscalls.startWriteback(destination, from: total, count: Int64(count))
                     total += Int64(count)
                     copied.advance(to: total)
                     progress?(total)

@@ -179,6 +179,13 @@ package enum Syscalls {
         _ = reseed_advise_sequential(fd)
     }
 
+    /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writing the range to disk now, without
+    /// waiting, so a later fsync finds less to do. A hint only: failures are ignored (the fsync
+    /// that makes the file durable reports any error).
+    package static func startWriteback(_ fd: Int32, from offset: Int64, count: Int64) {
+        _ = reseed_start_writeback(fd, off_t(offset), off_t(count))
+    }
+
     /// `ftruncate(2)`.
     package static func ftruncate(_ fd: Int32, _ length: Int64) throws(Errno) {
         _ = try retrying { system_ftruncate(fd, off_t(length)) }
