@@ -113,6 +113,22 @@ import Testing
         }
     }
 
+    /// Foreign keys are checked row by row, as a row alone is: a row may refer to rows before it,
+    /// never to one after it, even when both would go in one multi-row INSERT.
+    @Test func aRowReferringToALaterRowIsRefusedAtItsLine() throws {
+        let schema = "CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node(id));"
+        let forward = "id,parent\n" + (1...100).map { $0 == 10 ? "10,20\n" : "\($0),\($0 == 1 ? "" : "\($0 - 1)")\n" }.joined()
+        let error = try #require(buildError(try MigrationsSandbox(["0001_schema.sql": schema, "0002_node.csv": forward])))
+        #expect(error.code == .rowRejected)
+        #expect(error.line == 11)
+        #expect(error.message.contains("FOREIGN KEY"))
+
+        let backward = "id,parent\n" + (1...100).map { "\($0),\($0 == 1 ? "" : "\($0 - 1)")\n" }.joined()
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": schema, "0002_node.csv": backward])
+        let result = try sandbox.build()
+        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM node WHERE parent = id - 1") } == 99)
+    }
+
     @Test func rowCountsAroundGroupAndBatchSizesLoadEveryRowOnce() throws {
         for count in [31, 32, 33, 4095, 4096, 4097, 2 * 4096 + 33] {
             let csv = "id,name,count\n" + (1...count).map { "\($0),\"n,\($0)\",\($0 * 2)\n" }.joined()

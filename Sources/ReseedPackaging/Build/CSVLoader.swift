@@ -17,6 +17,8 @@ import GRDBSQLite
 /// statement (begin, halt, reset) is paid once per group instead of once per row. A group
 /// SQLite refuses is rolled back whole (the builder runs CSV steps with a rollback journal),
 /// then its rows are inserted one by one, so the error names the record's line.
+/// A table with foreign keys gets one row per statement: SQLite checks them at the end of a
+/// statement, so in a group a row could refer to a row after it, which alone it cannot.
 struct CSVLoader {
     /// How often, in rows, progress is reported.
     static let progressInterval = 100_000
@@ -33,7 +35,8 @@ struct CSVLoader {
             throw PackagingError(.invalidCSV, path: path, line: 1, message: "the file is empty: a header row of column names is required")
         }
         let columns = try checkedColumns(header: header, parser: parser, db: db)
-        let group = max(1, min(Self.rowsPerStatement, Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) / columns.count))
+        let group = try hasForeignKeys(db) ? 1
+            : max(1, min(Self.rowsPerStatement, Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) / columns.count))
         let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
         let insert = "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES "
         var inserter: Inserter
@@ -130,6 +133,10 @@ struct CSVLoader {
             let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
             return PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(message)")
         }
+    }
+
+    private func hasForeignKeys(_ db: Database) throws(PackagingError) -> Bool {
+        try packaging(path: path) { try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM pragma_foreign_key_list(?)", arguments: [table]) ?? false }
     }
 
     /// The header names, each checked to be a column of the table, once.
