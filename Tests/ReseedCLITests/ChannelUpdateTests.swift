@@ -96,6 +96,26 @@ import Testing
         #expect(try sandbox.recorded().version == "1.0.0")
     }
 
+    /// A publish writes the signature just before the manifest: a check between the two reads the
+    /// older manifest with the newer signature, and the second reading of the pair succeeds.
+    @Test func aPairReadDuringAPublishVerifiesOnTheSecondReading() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        let manifestURL = sandbox.channel.appendingPathComponent(ChannelManifest.fileName)
+        try FileManager.default.copyItem(at: manifestURL, to: sandbox.channel.appendingPathComponent("older-channel.json"))
+        try sandbox.publish(try sandbox.seed("1.2.0", rows: 4))
+        try sandbox.server.set(["once": [ChannelManifest.fileName: "older-channel.json"]])
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(outcome.version == "1.2.0")
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/channel.json", "/channel.json.sig", "/items-1.2.0.sqlite"])
+        #expect(try sandbox.labels() == ["1.2.0-1", "1.2.0-2", "1.2.0-3", "1.2.0-4"])
+        #expect(try sandbox.recorded() == ("1.2.0", .download))
+    }
+
     @Test func aManifestSignedByAnotherKeyIsRefused() async throws {
         let sandbox = try ChannelSandbox()
         let bundled = try sandbox.seed("1.0.0")
@@ -140,6 +160,30 @@ import Testing
         #expect(seedRequests.last?.range == "bytes=\(cut)-")
         #expect(seedRequests.last?.ifRange != nil)
         #expect(seedRequests.last?.status == 206)
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    /// A server that cannot send the rest of a partial download (416, a file shorter on the server
+    /// than on the device) gets one request for the whole file, and the update completes.
+    @Test func aResumeTheServerCannotSatisfyStartsOverOnce() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let offered = try sandbox.seed("1.1.0", rows: 4, paddingBytes: 1 << 20)
+        try sandbox.publish(offered)
+        let cut = 200_000
+        try sandbox.server.set(["cut": ["items-1.1.0.sqlite": cut]])
+        await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+
+        try sandbox.server.set(["rangeStatus": ["items-1.1.0.sqlite": 416]])
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(outcome.resumedFrom == nil)
+        #expect(outcome.downloadedBytes == offered.manifest.size)
+        let seedRequests = try sandbox.server.requests().filter { $0.path == "/items-1.1.0.sqlite" }
+        #expect(seedRequests.map(\.range) == [nil, "bytes=\(cut)-", nil])
+        #expect(seedRequests.map(\.status) == [200, 416, 200])
         #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
         #expect(try sandbox.downloadFiles().isEmpty)
     }

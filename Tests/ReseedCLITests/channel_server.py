@@ -14,6 +14,8 @@ file name:
     {"hang": ["channel.json"]}             read the request, answer nothing, keep the connection open
     {"status": {"channel.json": 500}}      answer with this status and a short text body
     {"oversize": ["channel.json"]}         stream 256 MiB of spaces, no Content-Length, until the client leaves
+    {"rangeStatus": {"seed.sqlite": 416}}  answer a request with a Range header with this status
+    {"once": {"channel.json": "old.json"}} serve ROOT/old.json in its place, to the next request only
 
 Each request is logged, before its response is sent, as one JSON line in the log file:
     {"method", "path", "range", "ifRange", "ifNoneMatch", "ifModifiedSince", "status"}
@@ -50,6 +52,13 @@ def control():
         return {}
 
 
+def write_control(switches):
+    temporary = CONTROL + ".tmp"
+    with open(temporary, "w") as f:
+        json.dump(switches, f)
+    os.replace(temporary, CONTROL)
+
+
 def etag_of(info):
     return '"%x-%x"' % (info.st_mtime_ns, info.st_size)
 
@@ -83,7 +92,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.text(entry, status, "switched to %d\n" % status)
         if name in switches.get("oversize", []):
             return self.oversize(entry)
+        if self.headers.get("Range") and name in switches.get("rangeStatus", {}):
+            status = int(switches["rangeStatus"][name])
+            return self.text(entry, status, "switched to %d\n" % status)
         path = os.path.join(ROOT, name)
+        substitute = switches.get("once", {}).pop(name, None)
+        if substitute is not None:
+            path = os.path.join(ROOT, substitute)
+            write_control(switches)
         if not name or "/" in name or name.startswith(".") or not os.path.isfile(path):
             return self.text(entry, 404, "not found\n")
         info = os.stat(path)
