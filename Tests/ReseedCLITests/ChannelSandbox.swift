@@ -46,6 +46,22 @@ final class ChannelSandbox {
         try ChannelPublisher(channel: channel, privateKey: key).publish(seed)
     }
 
+    /// 1.0.0 installed from the bundle, 1.1.0 (4 rows, padded) published, and a first update whose
+    /// seed download the server cut after `cut` bytes; the update's error is returned.
+    func cutDownload(after cut: Int, paddingBytes: Int) async throws -> (bundled: Seed, offered: Seed, error: ReseedError?) {
+        let bundled = try seed("1.0.0")
+        try launch(bundled)
+        let offered = try seed("1.1.0", rows: 4, paddingBytes: paddingBytes)
+        try publish(offered)
+        try server.set(["cut": ["items-1.1.0.sqlite": cut]])
+        do {
+            _ = try await updater(bundled).update()
+            return (bundled, offered, nil)
+        } catch {
+            return (bundled, offered, error)
+        }
+    }
+
     /// An updater of the app shipping `bundled`, with a short timeout.
     func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(10), allowsDowngrade: Bool = false) -> ChannelUpdater {
         var configuration = ChannelUpdater.Configuration()

@@ -130,14 +130,8 @@ import Testing
 
     @Test func aDownloadCutInTheMiddleResumesOnTheNextTry() async throws {
         let sandbox = try ChannelSandbox()
-        let bundled = try sandbox.seed("1.0.0")
-        try sandbox.launch(bundled)
-        let offered = try sandbox.seed("1.1.0", rows: 4, paddingBytes: 2 << 20)
-        try sandbox.publish(offered)
         let cut = 300_000
-        try sandbox.server.set(["cut": ["items-1.1.0.sqlite": cut]])
-
-        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        let (bundled, offered, error) = try await sandbox.cutDownload(after: cut, paddingBytes: 2 << 20)
         #expect(error?.code == .download)
         #expect(error?.step == .download)
         #expect(error?.description.contains("\(cut) of \(offered.manifest.size) bytes are kept") == true)
@@ -168,13 +162,9 @@ import Testing
     /// than on the device) gets one request for the whole file, and the update completes.
     @Test func aResumeTheServerCannotSatisfyStartsOverOnce() async throws {
         let sandbox = try ChannelSandbox()
-        let bundled = try sandbox.seed("1.0.0")
-        try sandbox.launch(bundled)
-        let offered = try sandbox.seed("1.1.0", rows: 4, paddingBytes: 1 << 20)
-        try sandbox.publish(offered)
         let cut = 200_000
-        try sandbox.server.set(["cut": ["items-1.1.0.sqlite": cut]])
-        await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        let (bundled, offered, error) = try await sandbox.cutDownload(after: cut, paddingBytes: 1 << 20)
+        #expect(error?.code == .download)
 
         try sandbox.server.set(["rangeStatus": ["items-1.1.0.sqlite": 416]])
         let outcome = try await sandbox.updater(bundled).update()
