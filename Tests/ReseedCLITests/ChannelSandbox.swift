@@ -63,9 +63,11 @@ final class ChannelSandbox {
     }
 
     /// An updater of the app shipping `bundled`, with a short timeout.
-    func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(10), allowsDowngrade: Bool = false) -> ChannelUpdater {
+    func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(10),
+                 manifestDeadline: Duration = .seconds(60), allowsDowngrade: Bool = false) -> ChannelUpdater {
         var configuration = ChannelUpdater.Configuration()
         configuration.timeout = timeout
+        configuration.manifestDeadline = manifestDeadline
         configuration.allowsDowngrade = allowsDowngrade
         return ChannelUpdater(channel: server.url, publicKey: publicKey ?? key.publicKey, launcher: launcher(bundled), configuration: configuration)
     }

@@ -222,6 +222,28 @@ import Testing
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
     }
 
+    /// A server that sends the manifest a byte every 0.2 s never trips the idle timeout (10 s here);
+    /// the manifest's deadline ends it.
+    @Test func aManifestTrickledByteByByteHitsItsDeadline() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0"))
+        try sandbox.server.set(["trickle": [ChannelManifest.fileName: 0.2]])
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = await #expect(throws: ReseedError.self) {
+            try await sandbox.updater(bundled, timeout: .seconds(10), manifestDeadline: .seconds(1)).update()
+        }
+        let elapsed = clock.now - start
+        #expect(error?.code == .download)
+        #expect(error?.step == .fetchManifest)
+        #expect(error?.description == "fetchManifest: the transfer took longer than 1.0 seconds in all (the server sends too slowly) (\(sandbox.server.url.absoluteString)channel.json)")
+        #expect(elapsed >= .milliseconds(900))
+        #expect(elapsed < .seconds(120), "bounded, not timed (see the hang test)")
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+    }
+
     @Test(arguments: [404, 500])
     func anHTTPErrorIsClear(status: Int) async throws {
         let sandbox = try ChannelSandbox()

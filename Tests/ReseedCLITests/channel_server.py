@@ -15,6 +15,7 @@ file name:
     {"status": {"channel.json": 500}}      answer with this status and a short text body
     {"oversize": ["channel.json"]}         stream 256 MiB of spaces, no Content-Length, until the client leaves
     {"rangeStatus": {"seed.sqlite": 416}}  answer a request with a Range header with this status
+    {"trickle": {"channel.json": 0.2}}     send the body one byte at a time, this many seconds apart
     {"once": {"channel.json": "old.json"}} serve ROOT/old.json in its place, to the next request only
 
 Each request is logged, before its response is sent, as one JSON line in the log file:
@@ -145,22 +146,30 @@ class Handler(BaseHTTPRequestHandler):
         stall = switches.get("stall", {}).get(name)
         if stall is not None:
             cut = stall
+        pause = switches.get("trickle", {}).get(name)
         sent = 0
-        with open(path, "rb") as f:
-            f.seek(start)
-            remaining = end - start + 1
-            while remaining > 0:
-                count = min(CHUNK, remaining)
-                if cut is not None:
-                    count = min(count, cut - sent)
-                    if count <= 0:
+        try:
+            with open(path, "rb") as f:
+                f.seek(start)
+                remaining = end - start + 1
+                while remaining > 0:
+                    count = min(CHUNK, remaining)
+                    if pause is not None:
+                        count = 1
+                        time.sleep(float(pause))
+                    if cut is not None:
+                        count = min(count, cut - sent)
+                        if count <= 0:
+                            break
+                    data = f.read(count)
+                    if not data:
                         break
-                data = f.read(count)
-                if not data:
-                    break
-                self.wfile.write(data)
-                sent += len(data)
-                remaining -= len(data)
+                    self.wfile.write(data)
+                    sent += len(data)
+                    remaining -= len(data)
+        except (BrokenPipeError, ConnectionResetError):
+            log({"done": "/" + name, "sent": sent})
+            return
         self.wfile.flush()
         log({"done": "/" + name, "sent": sent})
         if stall is not None and remaining > 0:

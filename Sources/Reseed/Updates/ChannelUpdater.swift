@@ -38,6 +38,10 @@ public struct ChannelUpdater: Sendable {
         /// The longest a server may stay silent, before answering or in the middle of a body;
         /// a download that keeps moving is never cut. Default 30 seconds.
         public var timeout: Duration = .seconds(30)
+        /// The longest fetching `channel.json`, or its signature, may take in all, however the
+        /// server paces it: both are small, so a server that trickles them is given up on
+        /// (the seed's download has no such limit; it resumes). Default 60 seconds.
+        public var manifestDeadline: Duration = .seconds(60)
         /// Installs a channel's seed that is older than the installed one, or whose version
         /// cannot be ordered by SemVer. Default false: such an offer is refused.
         public var allowsDowngrade = false

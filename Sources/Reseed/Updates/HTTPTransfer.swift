@@ -11,7 +11,8 @@ import Synchronization
 /// and a seed goes straight to its file, so a broken connection keeps what arrived.
 /// No cache: a `304` reaches the caller as a `304`. ``timeout`` is an idle timeout
 /// (`timeoutIntervalForRequest`): a slow download that keeps moving is never cut, a
-/// server that sends nothing for that long is.
+/// server that sends nothing for that long is. ``deadline``, when set, bounds the whole
+/// transfer however the server paces it (a small file trickled a byte at a time).
 struct HTTPTransfer: Sendable {
     /// A response's status line and headers.
     struct Response: Sendable {
@@ -27,13 +28,21 @@ struct HTTPTransfer: Sendable {
 
     /// The longest the server may stay silent, before it answers or between two pieces of the body.
     var timeout: Duration
+    /// The longest one GET may take in all, or nil for no limit.
+    var deadline: Duration?
+
+    init(timeout: Duration, deadline: Duration? = nil) {
+        self.timeout = timeout
+        self.deadline = deadline
+    }
 
     /// Gets `url`. `onResponse` sees the status and headers first and may refuse them by throwing;
     /// `onData` then receives the body in order and may stop it by throwing. Either error is the
     /// one this throws, and no piece is handed over after it.
     ///
     /// - Throws: ``ReseedError`` ``ReseedError/Code/download`` for the transfer's own failures
-    ///   (no answer within the timeout, connection refused or lost), naming `step` and `url`.
+    ///   (no answer within the timeout, past the deadline, connection refused or lost), naming
+    ///   `step` and `url`.
     func get(
         _ url: URL, headers: [String: String], step: ReseedError.Step,
         onResponse: @escaping @Sendable (Response) throws(ReseedError) -> Void,
@@ -54,6 +63,13 @@ struct HTTPTransfer: Sendable {
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let task = session.dataTask(with: request)
+        let watchdog = deadline.map { deadline in
+            Task {
+                try? await Task.sleep(for: deadline)
+                if !Task.isCancelled { delegate.expire(task, after: deadline) }
+            }
+        }
+        defer { watchdog?.cancel() }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 delegate.start(task, continuation)
@@ -142,6 +158,12 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
             return (state.continuation, .success(response))
         }
         continuation?.resume(returning: result)
+    }
+
+    /// Ends the task past its deadline (nothing changes if it has already ended).
+    func expire(_ task: URLSessionTask, after deadline: Duration) {
+        refuse(ReseedError(.download, step: step, url: url, message: "the transfer took longer than \(deadline) in all (the server sends too slowly)"))
+        task.cancel()
     }
 
     private func refuse(_ error: ReseedError) {
