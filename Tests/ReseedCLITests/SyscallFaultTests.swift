@@ -94,6 +94,9 @@ import Testing
                 scenario.expectOneClearLine(run, label)
                 let state = scenario.state()
                 #expect(UpgradeScenario.allowedStates.contains(state), "\(label): \(state); stderr: \(run.result.stderr)")
+                if call == "sync_file_range" {
+                    #expect(run.result.status == 0, "\(label): a failed writeback hint failed the launch: \(run.result.stderr)")
+                }
                 if run.result.status == 0 {
                     #expect(state == "new store, 2.0.0 recorded", "\(label): exit 0 but \(state)")
                     #expect((try? jsonObject(run.result.stdout))?["version"] as? String == "2.0.0", "\(label): stdout \(run.result.stdout)")

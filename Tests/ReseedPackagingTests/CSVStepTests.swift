@@ -129,6 +129,35 @@ import Testing
         #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM node WHERE parent = id - 1") } == 99)
     }
 
+    /// Where a refused multi-row INSERT would keep some of its rows (`ON CONFLICT FAIL`, a trigger's
+    /// `RAISE(FAIL)`) or end the transaction (`ON CONFLICT ROLLBACK`), rows go one by one: the
+    /// error names the record's line and says what SQLite said, as for any table.
+    @Test(arguments: [
+        ("CREATE TABLE entry (id INTEGER PRIMARY KEY, name TEXT NOT NULL ON CONFLICT FAIL);", "NOT NULL"),
+        ("CREATE TABLE entry (name TEXT NOT NULL ON CONFLICT FAIL, id INTEGER);", "NOT NULL"),
+        ("CREATE TABLE entry (id INTEGER PRIMARY KEY, name TEXT NOT NULL ON CONFLICT ROLLBACK);", "NOT NULL"),
+        ("""
+         CREATE TABLE entry (id INTEGER PRIMARY KEY, name TEXT);
+         CREATE TRIGGER entry_name BEFORE INSERT ON entry WHEN NEW.name IS NULL BEGIN SELECT RAISE(FAIL, 'a name is required'); END;
+         """, "a name is required"),
+    ])
+    func tablesWhereAGroupWouldKeepRowsLoadRowByRow(schema: String, message: String) throws {
+        let csv = "id,name\n" + (1...100).map { $0 == 50 ? "50,\n" : "\($0),n\($0)\n" }.joined()
+        let error = try #require(buildError(try MigrationsSandbox(["0001_schema.sql": schema, "0002_entry.csv": csv])))
+        #expect(error.code == .rowRejected)
+        #expect(error.line == 51)
+        #expect(error.message.contains(message), "\(error.message)")
+    }
+
+    @Test func aFullTextTableLoadsEveryRow() throws {
+        let schema = "CREATE VIRTUAL TABLE note USING fts5(title, body);"
+        let csv = "title,body\n" + (1...500).map { "t\($0),\"word\($0 % 7) common, text\"\n" }.joined()
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": schema, "0002_note.csv": csv])
+        let result = try sandbox.build()
+        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM note WHERE note MATCH 'common'") } == 500)
+        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM note WHERE note MATCH 'word3'") } == 72)
+    }
+
     @Test func rowCountsAroundGroupAndBatchSizesLoadEveryRowOnce() throws {
         for count in [31, 32, 33, 4095, 4096, 4097, 2 * 4096 + 33] {
             let csv = "id,name,count\n" + (1...count).map { "\($0),\"n,\($0)\",\($0 * 2)\n" }.joined()

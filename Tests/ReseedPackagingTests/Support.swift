@@ -3,6 +3,7 @@ import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
+import Testing
 
 /// A migrations folder written from strings, and builds of it.
 final class MigrationsSandbox: Sendable {
@@ -20,8 +21,13 @@ final class MigrationsSandbox: Sendable {
         try Data(content.utf8).write(to: migrations.appendingPathComponent(name))
     }
 
+    /// Builds, and checks that the build, done or failed, left no temporary file (journals included).
     func build(name: String = "test", version: String = "1.0.0") throws -> SeedBuilder.Result {
-        try SeedBuilder(migrations: migrations, output: output, name: name, version: version).build()
+        defer {
+            let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: output.path)) ?? []).filter { $0.hasPrefix(".") }
+            if !leftovers.isEmpty { Issue.record("the build left \(leftovers) in \(output.path)") }
+        }
+        return try SeedBuilder(migrations: migrations, output: output, name: name, version: version).build()
     }
 
     /// Runs `query` on the built seed.

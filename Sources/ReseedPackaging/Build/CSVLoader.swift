@@ -17,8 +17,8 @@ import GRDBSQLite
 /// statement (begin, halt, reset) is paid once per group instead of once per row. A group
 /// SQLite refuses is rolled back whole (the builder runs CSV steps with a rollback journal),
 /// then its rows are inserted one by one, so the error names the record's line.
-/// A table with foreign keys gets one row per statement: SQLite checks them at the end of a
-/// statement, so in a group a row could refer to a row after it, which alone it cannot.
+/// Groups are used only where a group does exactly what its rows one by one would
+/// (``groupsRows(in:)``); any other table gets one row per statement.
 struct CSVLoader {
     /// How often, in rows, progress is reported.
     static let progressInterval = 100_000
@@ -35,8 +35,9 @@ struct CSVLoader {
             throw PackagingError(.invalidCSV, path: path, line: 1, message: "the file is empty: a header row of column names is required")
         }
         let columns = try checkedColumns(header: header, parser: parser, db: db)
-        let group = try hasForeignKeys(db) ? 1
-            : max(1, min(Self.rowsPerStatement, Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) / columns.count))
+        let group = try groupsRows(in: db)
+            ? max(1, min(Self.rowsPerStatement, Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) / columns.count))
+            : 1
         let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
         let insert = "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES "
         var inserter: Inserter
@@ -135,8 +136,26 @@ struct CSVLoader {
         }
     }
 
-    private func hasForeignKeys(_ db: Database) throws(PackagingError) -> Bool {
-        try packaging(path: path) { try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM pragma_foreign_key_list(?)", arguments: [table]) ?? false }
+    /// Whether a multi-row INSERT into the table does what its rows inserted one by one would,
+    /// and a refused one leaves nothing behind. Not when the table has:
+    /// - foreign keys: SQLite checks them at the end of a statement, so in a group a row could
+    ///   refer to a later one, which alone it cannot;
+    /// - triggers: one could `RAISE(FAIL)`, keeping the group's earlier rows, or write rows with
+    ///   foreign keys of their own;
+    /// - an `ON CONFLICT` clause in its definition: `FAIL` keeps earlier rows, `ROLLBACK` ends the
+    ///   transaction (the text is searched, so a mere mention is enough to play safe);
+    /// - a virtual table's module (FTS flushes its pending terms at every statement savepoint).
+    private func groupsRows(in db: Database) throws(PackagingError) -> Bool {
+        try packaging(path: path) {
+            let sql = """
+                SELECT NOT EXISTS (SELECT 1 FROM pragma_foreign_key_list(:table))
+                   AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = :table COLLATE NOCASE)
+                   AND NOT EXISTS (SELECT 1 FROM sqlite_temp_schema WHERE type = 'trigger' AND tbl_name = :table COLLATE NOCASE)
+                   AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = :table COLLATE NOCASE
+                                   AND (instr(upper(sql), 'CONFLICT') > 0 OR upper(sql) LIKE 'CREATE VIRTUAL%'))
+                """
+            return try Bool.fetchOne(db, sql: sql, arguments: ["table": table]) ?? false
+        }
     }
 
     /// The header names, each checked to be a column of the table, once.

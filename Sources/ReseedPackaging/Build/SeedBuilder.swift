@@ -11,8 +11,8 @@ import Reseed
 /// Builds a seed from the steps of a `Migrations/` folder, reproducibly.
 ///
 /// The database is built in a temp file in the output folder with fast,
-/// unsafe settings (no journal, or one in memory for CSV steps; no sync: the
-/// file is not live yet), page size 4096. Each step runs in its own
+/// unsafe settings (no journal except for CSV steps; no sync: the file is not
+/// live yet), page size 4096. Each step runs in its own
 /// `BEGIN IMMEDIATE` transaction and must leave `PRAGMA foreign_key_check`
 /// empty. Then `integrity_check` and `foreign_key_check`, the metadata tables,
 /// `user_version` (the last step's number) and `application_id`
@@ -83,7 +83,7 @@ public struct SeedBuilder: Sendable {
         let work = Directory.temporaryName(for: seedName)
         let compacted = Directory.temporaryName(for: seedName)
         do {
-            let recorded = try buildDatabase(at: directory.path(work), compactingInto: directory.path(compacted), steps: folder, lastNumber: last.number)
+            let recorded = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder, lastNumber: last.number)
             _ = try? directory.remove(work)
             let manifest = try finish(compacted, in: directory, recorded: recorded)
             return Result(manifest: manifest, seedURL: output.appendingPathComponent(seedName),
@@ -97,8 +97,10 @@ public struct SeedBuilder: Sendable {
     }
 
     private func buildDatabase(
-        at path: String, compactingInto output: String, steps folder: MigrationsFolder, lastNumber: Int
+        _ work: String, compactingInto compacted: String, in directory: Directory, steps folder: MigrationsFolder, lastNumber: Int
     ) throws(PackagingError) -> [SeedManifest.Step] {
+        let path = directory.path(work)
+        let output = directory.path(compacted)
         var configuration = Configuration()
         configuration.label = "reseed.build"
         configuration.prepareDatabase { db in
@@ -133,6 +135,8 @@ public struct SeedBuilder: Sendable {
                     try db.execute(sql: "PRAGMA user_version = \(lastNumber); PRAGMA application_id = \(SeedMetadata.applicationID)")
                 }
                 try queue.close()
+                // CSV steps' journal: in exclusive locking mode SQLite keeps the file (its header zeroed).
+                _ = try directory.remove(work + "-journal")
             }
         } catch {
             try? queue.close()
@@ -169,10 +173,11 @@ public struct SeedBuilder: Sendable {
         let progress = self.progress
         try packaging(path: path) {
             try queue.writeWithoutTransaction { db in
-                // A CSV step needs statements that roll back whole (see `CSVLoader`): a journal in
-                // memory, which costs little there (new pages are not journaled). Other steps run
-                // without one: a failed step fails the build and the temp file is discarded.
-                if step.kind == .csv { try db.execute(sql: "PRAGMA journal_mode = MEMORY") }
+                // A CSV step needs statements that roll back whole (see `CSVLoader`): a rollback
+                // journal, which costs little there (pages added to the file are not journaled), in a
+                // file so that loading into a large table cannot fill memory with its old pages.
+                // Other steps run without one: a failed step fails the build, the file is discarded.
+                if step.kind == .csv { try db.execute(sql: "PRAGMA journal_mode = DELETE") }
                 defer { if step.kind == .csv { try? db.execute(sql: "PRAGMA journal_mode = OFF") } }
                 try db.inTransaction(.immediate) {
                 switch step.kind {
