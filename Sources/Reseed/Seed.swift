@@ -14,11 +14,12 @@ public struct Seed: Sendable, Hashable {
     /// The seed database: the manifest's `file`, in the manifest's folder.
     public var fileURL: URL { manifestURL.deletingLastPathComponent().appendingPathComponent(manifest.file, isDirectory: false) }
 
-    /// Reads the seed at `url`: a manifest file, or a folder holding exactly one `*.manifest.json`.
+    /// Reads the seed at `url`: a manifest file, a folder holding exactly one `*.manifest.json`,
+    /// or the seed database `<name>.sqlite` itself, whose `<name>.manifest.json` is beside it.
     ///
     /// - Throws: ``ReseedError`` ``ReseedError/Code/seedNotFound`` when nothing is
-    ///   there or a folder holds no manifest or several;
-    ///   ``ReseedError/Code/invalidManifest`` for a bad manifest.
+    ///   there, a folder holds no manifest or several, or a `.sqlite` file has no manifest
+    ///   naming it beside it; ``ReseedError/Code/invalidManifest`` for a bad manifest.
     public init(at url: URL) throws(ReseedError) {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
@@ -36,11 +37,22 @@ public struct Seed: Sendable, Hashable {
                         : "folder holds \(manifests.count) manifests (\(manifests.joined(separator: ", "))); name one")
             }
             manifestURL = url.appendingPathComponent(manifests[0], isDirectory: false)
+        } else if url.pathExtension == "sqlite" {
+            let name = url.deletingPathExtension().lastPathComponent
+            manifestURL = url.deletingLastPathComponent().appendingPathComponent(name + SeedManifest.fileSuffix, isDirectory: false)
+            guard FileManager.default.fileExists(atPath: manifestURL.path) else {
+                throw ReseedError(.seedNotFound, step: .readManifest, path: url.path,
+                                  message: "this is a seed database; its manifest \(manifestURL.lastPathComponent) is not beside it")
+            }
         } else {
             manifestURL = url
         }
         self.manifestURL = manifestURL.standardizedFileURL
         self.manifest = try SeedManifest.read(from: manifestURL)
+        if url.pathExtension == "sqlite", manifest.file != url.lastPathComponent {
+            throw ReseedError(.seedNotFound, step: .readManifest, path: url.path,
+                              message: "the manifest beside it, \(manifestURL.lastPathComponent), names another file: \(manifest.file)")
+        }
     }
 
     /// A seed whose manifest has already been read.

@@ -43,6 +43,8 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         public static let invalidArgument = Code(rawValue: "invalidArgument")
         /// A file could not be read or written.
         public static let io = Code(rawValue: "io")
+        /// Another build kept the output folder for longer than the lock timeout.
+        public static let busy = Code(rawValue: "busy")
         /// SQLite failed outside any one step.
         public static let database = Code(rawValue: "database")
     }

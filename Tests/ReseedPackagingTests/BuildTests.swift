@@ -75,6 +75,35 @@ import Testing
         #expect(error.path?.hasSuffix("0003_child.json") == true)
     }
 
+    /// What a killed build left (its work files, a journal, a manifest's temp file) goes at the
+    /// next build; files of other names stay.
+    @Test func aBuildRemovesWhatAnInterruptedOneLeft() throws {
+        let sandbox = try MigrationsSandbox(Self.steps)
+        try FileManager.default.createDirectory(at: sandbox.output, withIntermediateDirectories: true)
+        let leftovers = [".test.sqlite.reseed-tmp-0123456789abcdef", ".test.sqlite.reseed-tmp-0123456789abcdef-journal",
+                         ".test.sqlite.reseed-tmp-fedcba9876543210", ".test.manifest.json.reseed-tmp-00000000000000ff"]
+        for name in leftovers + ["notes.txt"] {
+            try Data("x".utf8).write(to: sandbox.output.appendingPathComponent(name))
+        }
+        _ = try sandbox.build(name: "test", version: "1.0.0")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.output.path).sorted() == ["notes.txt", "test.manifest.json", "test.sqlite"])
+    }
+
+    /// Two builds into one folder take turns; one that waits too long says so.
+    @Test func aBuildWaitsForAnotherInTheSameFolder() throws {
+        let sandbox = try MigrationsSandbox(Self.steps)
+        let folder = try FileSystem().openDirectory(sandbox.output, create: true)
+        let held = try #require(try StoreLock.acquireFolder(folder, timeout: .seconds(1)))
+        var builder = SeedBuilder(migrations: sandbox.migrations, output: sandbox.output, name: "test", version: "1.0.0")
+        builder.lockTimeout = .milliseconds(100)
+        let error = try #require(throws: PackagingError.self) { try builder.build() }
+        #expect(error.code == .busy)
+        #expect(error.path == sandbox.output.path)
+        #expect(error.message.hasPrefix("another build is writing into this folder"))
+        held.release()
+        #expect(try builder.build().manifest.version == "1.0.0")
+    }
+
     @Test func failedBuildLeavesTheEarlierArtifactUntouched() throws {
         let sandbox = try MigrationsSandbox(Self.steps)
         let good = try sandbox.build(name: "test", version: "1.0.0")

@@ -85,6 +85,30 @@ import Testing
         #expect(error.message.contains("2 manifests"))
     }
 
+    /// The database file names its seed too: the manifest beside it, if it names that file.
+    @Test func theSeedDatabaseFileFindsItsManifestBesideIt() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("triage.sqlite")
+        try Data().write(to: database)
+        let missing = try #require(throws: ReseedError.self) { try Seed(at: database) }
+        #expect(missing.code == .seedNotFound)
+        #expect(missing.message == "this is a seed database; its manifest triage.manifest.json is not beside it")
+
+        try Self.valid.encoded().write(to: directory.appendingPathComponent("triage.manifest.json"))
+        let seed = try Seed(at: database)
+        #expect(seed.manifest == Self.valid)
+        #expect(seed.fileURL.lastPathComponent == "triage.sqlite")
+
+        var other = Self.valid
+        other.file = "other.sqlite"
+        try other.encoded().write(to: directory.appendingPathComponent("triage.manifest.json"))
+        let mismatch = try #require(throws: ReseedError.self) { try Seed(at: database) }
+        #expect(mismatch.code == .seedNotFound)
+        #expect(mismatch.message.contains("names another file: other.sqlite"))
+    }
+
     @Test func semanticVersionOrderFollowsTheSpecification() {
         let ordered = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.10.0", "2.0.0"]
         for (older, newer) in zip(ordered, ordered.dropFirst()) {

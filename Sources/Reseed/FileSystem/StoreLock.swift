@@ -26,13 +26,28 @@ package final class StoreLock: Sendable {
     ///
     /// Returns nil when the timeout ran out while another holder kept the lock.
     package static func acquire(_ name: String, in directory: Directory, timeout: Duration) throws -> StoreLock? {
-        let path = directory.path(name)
+        try acquire(directory.path(name), in: directory, timeout: timeout) { try directory.openLockFile(name) }
+    }
+
+    /// Takes a lock on `directory` itself (`flock` on the folder, no lock file), waiting up to `timeout`:
+    /// for a folder that must hold nothing but its own files, such as a build's output.
+    ///
+    /// Returns nil when the timeout ran out while another holder kept the lock.
+    package static func acquireFolder(_ directory: Directory, timeout: Duration) throws -> StoreLock? {
+        try acquire(directory.path(""), in: directory, timeout: timeout) {
+            try directory.fileSystem.perform(.lock, directory.path("")) { () throws(Errno) in
+                try Syscalls.openat(directory.fd, ".", O_RDONLY | O_DIRECTORY)
+            }
+        }
+    }
+
+    private static func acquire(_ path: String, in directory: Directory, timeout: Duration, open: () throws -> Int32) throws -> StoreLock? {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while true {
             if claimInProcess(path) {
                 do {
-                    let fd = try directory.openLockFile(name)
+                    let fd = try open()
                     let locked: Bool
                     do {
                         locked = try directory.fileSystem.reading("flock", path) { () throws(Errno) in try Syscalls.tryLock(fd, exclusive: true) }

@@ -19,6 +19,8 @@ import Reseed
 /// (``SeedMetadata/applicationID``), `VACUUM INTO` a second temp file (compact,
 /// in rollback-journal mode), fsync, and a rename into place beside its manifest.
 /// A failed build removes its temp file and leaves the output folder as it was.
+/// Builds into one folder take turns (an `flock` on the folder itself, no lock file);
+/// each first removes the temp files a killed build left, since the folder ships in the app.
 ///
 /// The same steps, name and version give the same bytes on any folder, clock
 /// or file times (with the same SQLite version, whose number the header holds).
@@ -47,6 +49,8 @@ public struct SeedBuilder: Sendable {
     public var logger = Logger(label: "reseed.packaging") { _ in SwiftLogNoOpLogHandler() }
     /// Called as steps start and rows load. Default nil.
     public var progress: (@Sendable (Progress) -> Void)?
+    /// How long a build waits for another one building into the same output folder. Default 60 seconds.
+    public var lockTimeout: Duration = .seconds(60)
 
     public init(migrations: URL, output: URL, name: String, version: String) {
         self.migrations = migrations
@@ -78,6 +82,18 @@ public struct SeedBuilder: Sendable {
         }
         let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
         let seedName = name + ".sqlite"
+        // One build at a time per output folder; then whatever temp files a killed build left go
+        // first (the folder is shipped in the app: it must hold nothing else).
+        guard let lock = try packaging(path: output.path, { try StoreLock.acquireFolder(directory, timeout: lockTimeout) }) else {
+            throw PackagingError(.busy, path: output.path, message: "another build is writing into this folder (waited \(lockTimeout))")
+        }
+        defer { lock.release() }
+        let leftovers = try packaging(path: output.path) {
+            try directory.removeTemporaryFiles(for: seedName) + directory.removeTemporaryFiles(for: name + SeedManifest.fileSuffix)
+        }
+        if !leftovers.isEmpty {
+            logger.notice("removed what an interrupted build left", metadata: ["folder": "\(output.path)", "files": "\(leftovers)"])
+        }
         // The database is built in one temp file and compacted by `VACUUM INTO` into a second:
         // one write of the result instead of VACUUM's copy out and back.
         let work = Directory.temporaryName(for: seedName)
