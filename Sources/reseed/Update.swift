@@ -25,6 +25,10 @@ extension ReseedCommand {
         @Option(help: ArgumentHelp("Seconds a server may stay silent before the update fails.", valueName: "seconds"))
         var timeout: Double = 30
 
+        @Option(name: .customLong("manifest-deadline"),
+                help: ArgumentHelp("Seconds fetching channel.json or its signature may take in all, however slowly the server sends.", valueName: "seconds"))
+        var manifestDeadline: Double = 60
+
         @Flag(name: .customLong("allow-downgrade"), help: "Install the channel's seed even when it is not newer than the installed one.")
         var allowDowngrade = false
 
@@ -38,6 +42,7 @@ extension ReseedCommand {
                 throw ValidationError("--channel must be an http or https URL, such as https://cdn.example.com/triage/")
             }
             guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
+            guard manifestDeadline > 0 else { throw ValidationError("--manifest-deadline must be more than 0 seconds") }
         }
 
         func run() throws {
@@ -50,6 +55,7 @@ extension ReseedCommand {
                                         configuration: launcherConfiguration)
                 var configuration = ChannelUpdater.Configuration()
                 configuration.timeout = .milliseconds(Int64(timeout * 1000))
+                configuration.manifestDeadline = .milliseconds(Int64(manifestDeadline * 1000))
                 configuration.allowsDowngrade = allowDowngrade
                 if Terminal.stderrIsTerminal {
                     configuration.progress = { done, total in

@@ -101,9 +101,9 @@ import Testing
         let data = sandbox.dataDirectory.path
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0"))
-        func update(_ channel: String) throws -> ReseedBinary.Result {
+        func update(_ channel: String, _ more: [String] = []) throws -> ReseedBinary.Result {
             try ReseedBinary.run(["update", "--channel", channel, "--public-key", publicKey.path, "--seed", bundled.manifestURL.path,
-                                  "--data-dir", data, "--json", "--timeout", "5"])
+                                  "--data-dir", data, "--json", "--timeout", "5"] + more)
         }
 
         let wrongKey = try update(sandbox.server.url.absoluteString)
@@ -117,6 +117,11 @@ import Testing
         #expect(missing.status == 1)
         #expect(missing.stderrLines.count == 1)
         #expect(missing.stderr.lowercased() == "reseed: fetchManifest: HTTP 404 not found (\(sandbox.server.url.absoluteString)nowhere/channel.json)\n".lowercased())
+
+        try sandbox.server.set(["trickle": [ChannelManifest.fileName: 0.2]])
+        let trickled = try update(sandbox.server.url.absoluteString, ["--manifest-deadline", "0.5"])
+        #expect(trickled.status == 1)
+        #expect(trickled.stderr == "reseed: fetchManifest: the transfer took longer than 0.5 seconds in all (the server sends too slowly) (\(sandbox.server.url.absoluteString)channel.json)\n")
 
         sandbox.server.stop()
         let refused = try update(sandbox.server.url.absoluteString)
