@@ -45,7 +45,7 @@ struct CSVLoader {
             inserter = Inserter(
                 db: db, bytes: bytes, path: path, width: columns.count, group: group,
                 single: try db.makeStatement(sql: insert + row),
-                grouped: try db.makeStatement(sql: insert + Array(repeating: row, count: group).joined(separator: ", ")))
+                grouped: group > 1 ? try db.makeStatement(sql: insert + Array(repeating: row, count: group).joined(separator: ", ")) : nil)
         } catch {
             throw PackagingError.wrapping(error, path: path, line: 1)
         }
@@ -54,14 +54,7 @@ struct CSVLoader {
         var rows = 0
         while true {
             let batch = readAhead.next()
-            var record = 0
-            while batch.lines.count - record >= group {
-                try inserter.insertGroup(of: batch, from: record)
-                record += group
-            }
-            for rest in record..<batch.lines.count {
-                try inserter.insertOne(of: batch, at: rest)
-            }
+            try inserter.insert(batch)
             let before = rows
             rows += batch.lines.count
             if before / Self.progressInterval != rows / Self.progressInterval { progress?(rows) }
@@ -70,7 +63,7 @@ struct CSVLoader {
         }
     }
 
-    /// Binds parsed records to the two prepared statements and runs them.
+    /// Binds parsed records to the prepared statements and runs them.
     private struct Inserter {
         let db: Database
         let bytes: UnsafeRawBufferPointer
@@ -78,14 +71,28 @@ struct CSVLoader {
         let width: Int
         let group: Int
         let single: Statement
-        let grouped: Statement
+        /// The `group`-row INSERT; nil when the table takes one row per statement.
+        let grouped: Statement?
         /// A field with doubled quotes, undoubled; SQLite copies it when bound.
         var unescaped: [UInt8] = []
 
+        /// Inserts every record of `batch`: whole groups, then the rest one by one.
+        mutating func insert(_ batch: CSVReadAhead.Batch) throws(PackagingError) {
+            var record = 0
+            if let grouped {
+                while batch.lines.count - record >= group {
+                    try insertGroup(grouped.sqliteStatement, of: batch, from: record)
+                    record += group
+                }
+            }
+            for rest in record..<batch.lines.count {
+                try insertOne(of: batch, at: rest)
+            }
+        }
+
         /// Inserts `group` records from `first` with one statement; if SQLite refuses them,
         /// one by one, so the error names the record.
-        mutating func insertGroup(of batch: CSVReadAhead.Batch, from first: Int) throws(PackagingError) {
-            let handle = grouped.sqliteStatement
+        private mutating func insertGroup(_ handle: OpaquePointer, of batch: CSVReadAhead.Batch, from first: Int) throws(PackagingError) {
             for offset in 0..<group {
                 bind(batch, record: first + offset, to: handle, parameterOffset: offset * width)
             }
@@ -100,7 +107,7 @@ struct CSVLoader {
             }
         }
 
-        mutating func insertOne(of batch: CSVReadAhead.Batch, at record: Int) throws(PackagingError) {
+        private mutating func insertOne(of batch: CSVReadAhead.Batch, at record: Int) throws(PackagingError) {
             let handle = single.sqliteStatement
             bind(batch, record: record, to: handle, parameterOffset: 0)
             let code = sqlite3_step(handle)
