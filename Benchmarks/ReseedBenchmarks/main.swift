@@ -92,8 +92,8 @@ func shell(_ command: String) throws {
 }
 
 /// Reads `path` through once, so it is in the page cache, then syncs: every measured run starts
-/// from the same state. (This VM keeps only a few GiB of page cache: a 1 GiB seed is partly
-/// evicted by the time its install runs, and whichever command reads it first would pay the disk.)
+/// from the same state. (This VM drops page cache on its own: a 1 GiB seed was half evicted by the
+/// time its install ran, and whichever command read it first paid the disk.)
 func startEven(reading path: String) throws {
     let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
     defer { try? handle.close() }
@@ -105,13 +105,14 @@ func startEven(reading path: String) throws {
 /// `cp SEED DEST && sync DEST` (size) or `openssl dgst -sha256 SEED` (checksum), each
 /// started with the seed read into the page cache and no dirty pages.
 func install(seed: URL, work: URL, verification: Verification, rounds: Int) throws {
-    let manifest = try Seed(at: seed).manifest
+    let bundled = try Seed(at: seed)
+    let manifest = bundled.manifest
+    let seedFile = bundled.fileURL.path
     var configuration = Launcher.Configuration()
     configuration.verification = verification
     var ours: [Double] = []
     var reference: [Double] = []
     var durableCopy: [Double] = []
-    let seedFile = try Seed(at: seed).fileURL.path
     // One unmeasured install first: the disk here writes blocks ext4 has never used (or has just
     // discarded) up to 5× slower than blocks it is reusing, so the first run to write SIZE bytes would
     // pay for everyone. After it, each run reuses the blocks the one before freed.

@@ -26,6 +26,8 @@ public struct Seed: Sendable, Hashable {
             throw ReseedError(.seedNotFound, step: .readManifest, path: url.path, message: "no seed manifest or folder here")
         }
         let manifestURL: URL
+        // Given the database file itself, the manifest beside it must name it.
+        let databaseFile = !isDirectory.boolValue && url.pathExtension == "sqlite" ? url.lastPathComponent : nil
         if isDirectory.boolValue {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
             let manifests = names.filter { $0.hasSuffix(SeedManifest.fileSuffix) && !$0.hasPrefix(".") }.sorted()
@@ -37,7 +39,7 @@ public struct Seed: Sendable, Hashable {
                         : "folder holds \(manifests.count) manifests (\(manifests.joined(separator: ", "))); name one")
             }
             manifestURL = url.appendingPathComponent(manifests[0], isDirectory: false)
-        } else if url.pathExtension == "sqlite" {
+        } else if databaseFile != nil {
             let name = url.deletingPathExtension().lastPathComponent
             manifestURL = url.deletingLastPathComponent().appendingPathComponent(name + SeedManifest.fileSuffix, isDirectory: false)
             guard FileManager.default.fileExists(atPath: manifestURL.path) else {
@@ -49,7 +51,7 @@ public struct Seed: Sendable, Hashable {
         }
         self.manifestURL = manifestURL.standardizedFileURL
         self.manifest = try SeedManifest.read(from: manifestURL)
-        if url.pathExtension == "sqlite", manifest.file != url.lastPathComponent {
+        if let databaseFile, manifest.file != databaseFile {
             throw ReseedError(.seedNotFound, step: .readManifest, path: url.path,
                               message: "the manifest beside it, \(manifestURL.lastPathComponent), names another file: \(manifest.file)")
         }
