@@ -105,9 +105,8 @@ public struct SeedBuilder: Sendable {
             return Result(manifest: manifest, seedURL: output.appendingPathComponent(seedName),
                           manifestURL: output.appendingPathComponent(manifest.manifestFileName))
         } catch {
-            for name in [work, compacted] {
-                for suffix in ["", "-journal", "-wal", "-shm"] { _ = try? directory.remove(name + suffix) }
-            }
+            // Both temp files and any journal: under the folder lock, every such file is this build's.
+            _ = try? directory.removeTemporaryFiles(for: seedName)
             throw error
         }
     }
