@@ -140,16 +140,21 @@ public struct Launcher: Sendable {
 
     /// Step 1 for the store called `name`.
     func lockStore(named name: String) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
+        try lockInDataDirectory(".\(name).sqlite.reseed-lock", heldBy: "another launcher holds the store '\(name)'")
+    }
+
+    /// Opens (creating) the data directory and takes the lock file `lockName` in it, waiting up to
+    /// ``Configuration/lockTimeout``; `holder` says who keeps it when the wait runs out.
+    func lockInDataDirectory(_ lockName: String, heldBy holder: String) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
         let directory = try during(.prepareDirectory, path: dataDirectory.path) {
             try fileSystem.openDirectory(dataDirectory, create: true)
         }
-        let lockName = ".\(name).sqlite.reseed-lock"
         let lock = try during(.lock, path: directory.path(lockName)) {
             try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout)
         }
         guard let lock else {
             throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
-                              message: "another launcher holds the store '\(name)' (waited \(configuration.lockTimeout))")
+                              message: "\(holder) (waited \(configuration.lockTimeout))")
         }
         return (directory, lock)
     }

@@ -214,17 +214,8 @@ public struct ChannelUpdater: Sendable {
         }
         let launcher = facts.launcher
         let name = facts.name
-        let directory = try during(.prepareDirectory, path: launcher.dataDirectory.path) {
-            try launcher.fileSystem.openDirectory(launcher.dataDirectory, create: true)
-        }
-        let lockName = ".\(name).sqlite.reseed-update-lock"
-        let lock = try during(.lock, path: directory.path(lockName)) {
-            try StoreLock.acquire(lockName, in: directory, timeout: launcher.configuration.lockTimeout)
-        }
-        guard let lock else {
-            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
-                              message: "another update of the store '\(name)' is running (waited \(launcher.configuration.lockTimeout))")
-        }
+        let (directory, lock) = try launcher.lockInDataDirectory(
+            ".\(name).sqlite.reseed-update-lock", heldBy: "another update of the store '\(name)' is running")
         let entry = (try? launcher.preferences.readEntries())?.entries[name]
         return Context(
             launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled,
