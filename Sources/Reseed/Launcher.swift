@@ -149,13 +149,8 @@ public struct Launcher: Sendable {
         let directory = try during(.prepareDirectory, path: dataDirectory.path) {
             try fileSystem.openDirectory(dataDirectory, create: true)
         }
-        let lock = try during(.lock, path: directory.path(lockName)) {
-            try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout)
-        }
-        guard let lock else {
-            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
-                              message: "\(holder) (waited \(configuration.lockTimeout))")
-        }
+        let lock = try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout,
+                                         timeoutMessage: "\(holder) (waited \(configuration.lockTimeout))")
         return (directory, lock)
     }
 }

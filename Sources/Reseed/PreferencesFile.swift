@@ -199,13 +199,8 @@ public struct PreferencesFile: Sendable {
         let directory = try during(.prepareDirectory, path: directoryURL.path) {
             try fileSystem.openDirectory(directoryURL, create: true)
         }
-        let lock = try during(.lock, path: directory.path(lockName)) {
-            try StoreLock.acquire(lockName, in: directory, timeout: timeout)
-        }
-        guard let lock else {
-            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName),
-                              message: "another process held the preferences lock for longer than \(timeout)")
-        }
+        let lock = try StoreLock.acquire(lockName, in: directory, timeout: timeout,
+                                         timeoutMessage: "another process held the preferences lock for longer than \(timeout)")
         defer { lock.release() }
         return try body(directory)
     }

@@ -68,10 +68,8 @@ public struct ChannelPublisher: Sendable {
     public func publish(_ seed: Seed) throws(ReseedError) -> Result {
         let directory = try during(.publish, path: channel.path) { try fileSystem.openDirectory(channel, create: true) }
         let lockName = ".channel.reseed-lock"
-        let lock = try during(.lock, path: directory.path(lockName)) { try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout) }
-        guard let lock else {
-            throw ReseedError(.lockTimeout, step: .lock, path: directory.path(lockName), message: "another publish into this channel is running (waited \(lockTimeout))")
-        }
+        let lock = try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout,
+                                         timeoutMessage: "another publish into this channel is running (waited \(lockTimeout))")
         defer { lock.release() }
 
         let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
