@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// `ChannelUpdater` against a real HTTP server on 127.0.0.1 (`channel_server.py`).
-@Suite(.timeLimit(.minutes(2))) struct ChannelUpdateTests {
+@Suite(.timeLimit(.minutes(10))) struct ChannelUpdateTests {
     @Test func updateInstallsANewerSeedFromTheChannel() async throws {
         let sandbox = try ChannelSandbox()
         let bundled = try sandbox.seed("1.0.0")

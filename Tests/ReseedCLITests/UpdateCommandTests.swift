@@ -5,7 +5,7 @@ import ReseedTesting
 import Testing
 
 /// `reseed keygen`, `publish` and `update`, run as the built binary against `channel_server.py`.
-@Suite(.timeLimit(.minutes(2))) struct UpdateCommandTests {
+@Suite(.timeLimit(.minutes(10))) struct UpdateCommandTests {
     @Test func keygenRefusesToOverwriteAndMakesThePrivateKey0600() throws {
         let sandbox = try TemporaryDirectory()
         let keys = sandbox.appending("keys")

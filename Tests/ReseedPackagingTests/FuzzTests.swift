@@ -105,7 +105,7 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
         return (Array(text.utf8), header, records)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func randomBuffersEndOrFailWithInvalidCSV() {
         var rng = SplitMix64(seed: 0x5EED_0C01)
         var failures = FuzzFailures()
@@ -152,7 +152,7 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
         #expect(failures.count == 0, "\(failures.summary)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func generatedCSVGivesBackItsFields() {
         var rng = SplitMix64(seed: 0x5EED_0C02)
         var failures = FuzzFailures()
@@ -181,7 +181,7 @@ func takeRows(_ db: Database, table: String) throws -> [[Cell]] {
         #expect(failures.count == 0, "\(failures.summary)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func generatedCSVLoadsItsRows() throws {
         let queue = try fuzzDatabase(table: "thing")
         var rng = SplitMix64(seed: 0x5EED_0C03)

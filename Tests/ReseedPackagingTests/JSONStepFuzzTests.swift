@@ -102,7 +102,7 @@ import Testing
         Result { () throws(PackagingError) in try JSONLoader(path: path, table: "thing").load(bytes, into: db) }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func generatedArraysLoadTheirRows() throws {
         let queue = try fuzzDatabase(table: "thing")
         var rng = SplitMix64(seed: 0x5EED_0D01)
@@ -122,7 +122,7 @@ import Testing
         #expect(failures.count == 0, "\(failures.summary)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func damagedArraysLoadOrFailWithATypedError() throws {
         let queue = try fuzzDatabase(table: "thing")
         var rng = SplitMix64(seed: 0x5EED_0D02)

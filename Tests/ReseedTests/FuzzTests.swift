@@ -118,7 +118,7 @@ enum Damage: String, CaseIterable {
             && manifest.steps.allSatisfy { SeedManifest.isPlainFileName($0.id) && SeedManifest.isSHA256($0.checksum) }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func randomValidManifestsRoundTrip() {
         var rng = SplitMix64(seed: 0x5EED_0001)
         var failures = FuzzFailures()
@@ -137,7 +137,7 @@ enum Damage: String, CaseIterable {
         #expect(failures.count == 0, "\(failures.summary)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func damagedManifestsAreRejectedOrDecodeToWellFormedValues() {
         var rng = SplitMix64(seed: 0x5EED_0002)
         var failures = FuzzFailures()

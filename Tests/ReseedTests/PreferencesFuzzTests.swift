@@ -180,7 +180,7 @@ struct JSONTextGenerator {
         return (try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])) != nil
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func generatedPreferencesGiveTheirRecordedVersionsAndEditCleanly() throws {
         let sandbox = try LaunchSandbox()
         try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
@@ -206,7 +206,7 @@ struct JSONTextGenerator {
         #expect(failures.count == 0, "\(failures.summary)")
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(10)))
     func damagedPreferencesAreValidOrCorruptAndEditCleanly() throws {
         let sandbox = try LaunchSandbox()
         try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)

@@ -13,7 +13,7 @@ import Testing
     static let casesPerLevel = 200
     static let oldLabels = ["1.0.0-1", "1.0.0-2", "1.0.0-3"]
 
-    @Test(.timeLimit(.minutes(2)), arguments: [Verification.size, .checksum])
+    @Test(.timeLimit(.minutes(10)), arguments: [Verification.size, .checksum])
     func damagedSeedIsNeverInstalledUnverifiedAndNeverCostsTheOldStore(level: Verification) throws {
         let sandbox = try LaunchSandbox()
         try sandbox.install(try sandbox.seed("1.0.0"))
