@@ -46,10 +46,10 @@ extension Installation {
         let seedPath = seed.fileURL.path
         let source: Int32
         do {
-            source = try Syscalls.openat(AT_FDCWD, seedPath, O_RDONLY)
+            source = try FileSystem.openRegularFile(seedPath)
         } catch {
-            throw ReseedError(error == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .copy, path: seedPath, errno: error,
-                              message: "cannot open the seed")
+            throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .copy, path: seedPath, errno: error.errno,
+                              message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
         }
         defer { try? Syscalls.close(source) }
         let destination = try during(.copy, path: directory.path(temporary)) { try directory.createExclusive(temporary) }

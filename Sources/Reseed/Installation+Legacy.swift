@@ -44,7 +44,7 @@ extension Installation {
         // of a file drops this process's POSIX locks on it, the guard's among them: so it is opened
         // before the guard and closed after it (defers run last-declared first).
         let source: Int32? = sameDevice ? nil : try during(.adoptLegacyStore, path: legacyPath) {
-            try directory.fileSystem.reading("open", legacyPath) { () throws(Errno) in try Syscalls.openat(AT_FDCWD, legacyPath, O_RDONLY) }
+            try FileSystem.openRegularFile(legacyPath)
         }
         defer { if let source { try? Syscalls.close(source) } }
         let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)

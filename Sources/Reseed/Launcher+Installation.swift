@@ -36,6 +36,11 @@ struct Installation {
             movedAside = try preferences.moveAsideIfCorrupt(timeout: configuration.lockTimeout, logger: logger)
             (contents, entries) = try preferences.readEntries()
         }
+        if case .tooLarge(let size) = contents {
+            logger.warning("preferences file is over the size limit; deciding from the store, recording nothing", metadata: [
+                "path": "\(preferences.url.path)", "bytes": "\(size)", "limit": "\(PreferencesFile.maximumFileSize)",
+            ])
+        }
         let recorded: String? = if case .valid(let versions) = contents { versions[manifest.name] } else { nil }
         let recordedSource = entries[manifest.name]?.source ?? .bundle
         let state = try storeState()
@@ -101,7 +106,14 @@ struct Installation {
         // closing a descriptor of it here would drop SQLite's locks on it.
         if OpenStores.isOpen(storePath) { return .sqlite }
         return try during(.inspectStore, path: storePath) {
-            guard let fd = try directory.openForReading(storeName) else { return .missing }
+            let opened: Int32?
+            do {
+                opened = try directory.openForReading(storeName)
+            } catch let failure as FileSystemFailure where failure.reason != nil {
+                // A FIFO, a device or a socket in the store's place: no database; replaced and kept aside.
+                return .notSQLite
+            }
+            guard let fd = opened else { return .missing }
             defer { try? Syscalls.close(fd) }
             let bytes = try directory.fileSystem.reading("read", storePath) { () throws(Errno) in
                 try Syscalls.pread(fd, count: StoreHeader.magic.count, at: 0)

@@ -1,5 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Logging
+import SystemPackage
 
 /// The JSON preferences file where Reseed records which seed version each store holds.
 ///
@@ -21,7 +29,17 @@ import Logging
 /// Writes are atomic and durable (temp file, fsync, rename, directory fsync)
 /// and serialised across processes by a lock file
 /// (`.preferences.json.reseed-lock`). A file that is not a JSON object is moved
-/// aside to `preferences.json.corrupt-<UTC time>`, never deleted.
+/// aside to `preferences.json.corrupt-<UTC time>`, never deleted; a valid JSON
+/// object is never moved aside, however deeply the app nests its own values.
+///
+/// A symbolic link in the file's place is written through: the file it points to
+/// is replaced atomically beside itself, keeping its mode, and the link stays (a
+/// dangling link is an error naming it). A file over ``maximumFileSize`` is the
+/// app's and is left untouched: Reseed reads no version from it
+/// (``Contents/tooLarge(bytes:)``), records none into it, and the launcher decides
+/// from the version embedded in the store.
+/// Anything else in its place (a FIFO, a directory, a device) is an error that says
+/// "not a regular file"; nothing waits on it.
 public struct PreferencesFile: Sendable {
     /// The top-level key Reseed owns.
     public static let key = "reseed"
@@ -38,6 +56,8 @@ public struct PreferencesFile: Sendable {
         case valid(versions: [String: String])
         /// A file that is not a JSON object, and why.
         case corrupt(reason: String)
+        /// A file over ``PreferencesFile/maximumFileSize``: left as it is, read and written by nobody but the app.
+        case tooLarge(bytes: Int64)
     }
 
     public let url: URL
@@ -67,14 +87,17 @@ public struct PreferencesFile: Sendable {
 
     /// Reads the file. Reading needs no lock: writers replace it atomically.
     ///
-    /// - Throws: ``ReseedError`` (step `readPreferences`) when the file cannot be read or is over 16 MiB.
+    /// - Throws: ``ReseedError`` (step `readPreferences`) when the file cannot be read or is not a regular file.
     public func read() throws(ReseedError) -> Contents {
         try readEntries().contents
     }
 
     /// Reads the file once: its contents, and each store's entry when it is a JSON object.
     func readEntries() throws(ReseedError) -> (contents: Contents, entries: [String: Entry]) {
-        Self.parse(try readBytes())
+        switch try readBytes() {
+        case .bytes(let bytes): Self.parse(bytes)
+        case .tooLarge(let size): (.tooLarge(bytes: size), [:])
+        }
     }
 
     /// The recorded version of the store `name`, or nil.
@@ -90,10 +113,20 @@ public struct PreferencesFile: Sendable {
         return entry.source ?? .bundle
     }
 
-    func readBytes() throws(ReseedError) -> [UInt8]? {
-        try readSmallFileIfPresent(url, limit: Self.maximumFileSize, step: .readPreferences) { size in
-            ReseedError(.io, step: .readPreferences, path: url.path, errno: .fileTooLarge,
-                        message: "preferences file is \(size) bytes, more than the \(Self.maximumFileSize)-byte limit")
+    /// The file's bytes (nil when there is none), or its size when it is over the limit.
+    enum Read { case bytes([UInt8]?), tooLarge(Int64) }
+
+    func readBytes() throws(ReseedError) -> Read {
+        var oversize: Int64?
+        do {
+            return .bytes(try readSmallFileIfPresent(url, limit: Self.maximumFileSize, step: .readPreferences) { size in
+                oversize = size
+                return ReseedError(.io, step: .readPreferences, path: url.path, errno: .fileTooLarge,
+                                   message: "preferences file is \(size) bytes, more than the \(Self.maximumFileSize)-byte limit")
+            })
+        } catch {
+            if let oversize { return .tooLarge(oversize) }
+            throw error
         }
     }
 
@@ -101,11 +134,15 @@ public struct PreferencesFile: Sendable {
         parse(bytes).contents
     }
 
+    /// How deep the file is kept as a tree: Reseed's own key needs 3 levels; the app's values
+    /// below this are checked without recursion and kept whole (``JSONNode/Value/opaque``).
+    static let treeDepth = 8
+
     static func parse(_ bytes: [UInt8]?) -> (contents: Contents, entries: [String: Entry]) {
         guard let bytes else { return (.missing, [:]) }
         let root: JSONNode
         do {
-            root = try JSONNode.parse(bytes)
+            root = try JSONNode.parse(bytes, opaqueBeyond: treeDepth)
         } catch {
             return (.corrupt(reason: "not valid JSON: \(error)"), [:])
         }
@@ -128,7 +165,8 @@ public struct PreferencesFile: Sendable {
     ///
     /// A missing file is created. Under the preferences lock the file is read
     /// again, so a concurrent writer's change is never lost; a file found
-    /// corrupt there is moved aside first and its new location returned.
+    /// corrupt there is moved aside first and its new location returned. A file
+    /// over the size limit is left untouched and nothing is recorded (logged as a warning).
     func record(version: String, source: SeedSource, for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
         try record([("version", JSONNode.quote(version)), ("source", JSONNode.quote(source.rawValue))], for: name, timeout: timeout, logger: logger)
     }
@@ -136,12 +174,16 @@ public struct PreferencesFile: Sendable {
     /// Sets keys of the store `name`'s entry to values given as JSON text, in one atomic write,
     /// keeping every other byte of the file; as ``record(version:source:for:timeout:logger:)`` does.
     func record(_ values: [(key: String, json: String)], for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
-        try withLock(timeout: timeout) { directory throws(ReseedError) in
+        try withLock(timeout: timeout) { target throws(ReseedError) in
             var movedAside: URL?
-            var bytes = try readBytes()
-            var root = bytes.flatMap { try? JSONNode.parse($0) }
+            guard case .bytes(var bytes) = try readBytes() else {
+                logger.warning("preferences file is over the size limit; left as it is, nothing recorded",
+                               metadata: ["path": "\(url.path)", "limit": "\(Self.maximumFileSize)"])
+                return nil
+            }
+            var root = bytes.flatMap { try? JSONNode.parse($0, opaqueBeyond: Self.treeDepth) }
             if bytes != nil, root.map({ if case .object = $0.value { false } else { true } }) ?? true {
-                movedAside = try moveAsideLocked(directory, logger: logger)
+                movedAside = try moveAsideLocked(target, logger: logger)
                 bytes = nil
                 root = nil
             }
@@ -151,7 +193,7 @@ public struct PreferencesFile: Sendable {
                     edited = JSONEdit.set([Self.key, name, value.key], to: value.json, in: edited, root: parsed)
                     // Each splice moves the offsets after it: parse again before the next one.
                     if index < values.count - 1 {
-                        parsed = try during(.recordVersion, path: url.path) { try JSONNode.parse(edited) }
+                        parsed = try during(.recordVersion, path: url.path) { try JSONNode.parse(edited, opaqueBeyond: Self.treeDepth) }
                     }
                 }
                 updated = edited
@@ -159,9 +201,9 @@ public struct PreferencesFile: Sendable {
                 let entry = values.map { JSONNode.quote($0.key) + ": " + $0.json }.joined(separator: ", ")
                 updated = Array("{\n  \(JSONNode.quote(Self.key)): {\(JSONNode.quote(name)): {\(entry)}}\n}\n".utf8)
             }
-            try during(.recordVersion, path: url.path) {
-                try directory.removeTemporaryFiles(for: fileName)
-                try directory.replaceAtomically(fileName, with: updated)
+            try during(.recordVersion, path: target.path) {
+                try target.directory.removeTemporaryFiles(for: target.name)
+                try target.directory.replaceAtomically(target.name, with: updated)
             }
             return movedAside
         }
@@ -169,32 +211,40 @@ public struct PreferencesFile: Sendable {
 
     /// Moves a corrupt file aside (never deleting it); returns where, or nil when it was no longer corrupt.
     func moveAsideIfCorrupt(timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
-        try withLock(timeout: timeout) { directory throws(ReseedError) in
-            guard case .corrupt = Self.contents(of: try readBytes()) else { return nil }
-            return try moveAsideLocked(directory, logger: logger)
+        try withLock(timeout: timeout) { target throws(ReseedError) in
+            guard case .bytes(let bytes) = try readBytes(), case .corrupt = Self.contents(of: bytes) else { return nil }
+            return try moveAsideLocked(target, logger: logger)
         }
     }
 
-    private func moveAsideLocked(_ directory: Directory, logger: Logger) throws(ReseedError) -> URL {
+    private func moveAsideLocked(_ target: Target, logger: Logger) throws(ReseedError) -> URL {
         let stamp = Self.timestamp()
         for attempt in 1...1000 {
-            let asideName = "\(fileName).corrupt-\(stamp)" + (attempt == 1 ? "" : "-\(attempt)")
+            let asideName = "\(target.name).corrupt-\(stamp)" + (attempt == 1 ? "" : "-\(attempt)")
             do {
-                try directory.renameNoReplace(fileName, to: asideName)
-                try directory.sync()
-                let aside = directory.url.appendingPathComponent(asideName, isDirectory: false)
-                logger.warning("preferences file was not a JSON object; moved aside", metadata: ["from": "\(url.path)", "to": "\(aside.path)"])
+                try target.directory.renameNoReplace(target.name, to: asideName)
+                try target.directory.sync()
+                let aside = target.directory.url.appendingPathComponent(asideName, isDirectory: false)
+                logger.warning("preferences file was not a JSON object; moved aside", metadata: ["from": "\(target.path)", "to": "\(aside.path)"])
                 return aside
             } catch let failure as FileSystemFailure where failure.errno == .fileExists {
                 continue
             } catch {
-                throw ReseedError.wrapping(error, step: .readPreferences, path: url.path)
+                throw ReseedError.wrapping(error, step: .readPreferences, path: target.path)
             }
         }
-        throw ReseedError(.io, step: .readPreferences, path: url.path, errno: .fileExists, message: "cannot find a free name to move the corrupt preferences aside")
+        throw ReseedError(.io, step: .readPreferences, path: target.path, errno: .fileExists, message: "cannot find a free name to move the corrupt preferences aside")
     }
 
-    private func withLock<T>(timeout: Duration, _ body: (Directory) throws(ReseedError) -> T) throws(ReseedError) -> T {
+    /// The file writes replace: the preferences file itself, or the file a symbolic link in its place points to.
+    struct Target {
+        let directory: Directory
+        let name: String
+        var path: String { directory.path(name) }
+    }
+
+    /// Runs `body` holding the preferences lock (always beside ``url``, link or not) with the file to write.
+    private func withLock<T>(timeout: Duration, _ body: (Target) throws(ReseedError) -> T) throws(ReseedError) -> T {
         let directoryURL = url.deletingLastPathComponent()
         let directory = try during(.prepareDirectory, path: directoryURL.path) {
             try fileSystem.openDirectory(directoryURL, create: true)
@@ -202,7 +252,23 @@ public struct PreferencesFile: Sendable {
         let lock = try StoreLock.acquire(lockName, in: directory, timeout: timeout,
                                          timeoutMessage: "another process held the preferences lock for longer than \(timeout)")
         defer { lock.release() }
-        return try body(directory)
+        return try body(try target(in: directory))
+    }
+
+    /// Follows a symbolic link in the file's place to the file it names (through every link of a
+    /// chain), so that a write replaces that file beside itself and the link keeps pointing at it.
+    private func target(in directory: Directory) throws(ReseedError) -> Target {
+        let info = try during(.recordVersion, path: url.path) { try directory.status(fileName) }
+        guard let info, info.st_mode & S_IFMT == S_IFLNK else { return Target(directory: directory, name: fileName) }
+        guard let resolved = Syscalls.realpath(url.path) else {
+            throw ReseedError(.io, step: .recordVersion, path: url.path, errno: Errno(rawValue: errno),
+                              message: "the preferences file is a symbolic link whose target cannot be reached")
+        }
+        let targetURL = URL(fileURLWithPath: resolved, isDirectory: false)
+        let targetDirectory = try during(.recordVersion, path: resolved) {
+            try fileSystem.openDirectory(targetURL.deletingLastPathComponent(), create: false)
+        }
+        return Target(directory: targetDirectory, name: targetURL.lastPathComponent)
     }
 
     static func timestamp(_ date: Date = Date()) -> String {

@@ -112,7 +112,7 @@ extension ReseedError {
         case let error as ReseedError:
             return error
         case let failure as FileSystemFailure:
-            return ReseedError(.io, step: step, path: failure.path, errno: failure.errno, message: "\(failure.operation) failed")
+            return ReseedError(.io, step: step, path: failure.path, errno: failure.errno, message: failure.summary)
         case let error as DatabaseError:
             return ReseedError(.database, step: step, path: path, databaseError: error, message: "SQLite failed")
         default:

@@ -142,13 +142,51 @@ extension SeedManifest {
         return manifest
     }
 
-    /// A store name usable as a file name on every platform.
+    /// The longest store name, in UTF-8 bytes (128).
+    public static let maximumNameBytes = 128
+    /// The longest seed version, in UTF-8 bytes (64).
+    ///
+    /// With a name of ``maximumNameBytes`` the longest file name Reseed derives from the two,
+    /// a channel's temporary copy `.<name>-<version>.sqlite.reseed-tmp-<16 hex>`, is 229
+    /// bytes: under the 255 that file systems allow.
+    public static let maximumVersionBytes = 64
+
+    /// A store name usable as a file name on every platform: 1-128 ASCII letters, digits,
+    /// `.`, `_` or `-`, not starting with `.`.
     public static func isValidStoreName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 128 && !name.hasPrefix(".")
+        !name.isEmpty && name.utf8.count <= maximumNameBytes && !name.hasPrefix(".")
             && name.utf8.allSatisfy { byte in
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
             }
+    }
+
+    /// Why `version` cannot be a seed version, or nil when it can.
+    ///
+    /// A version is 1-64 bytes of UTF-8 (``maximumVersionBytes``; bytes, not characters, so a
+    /// digit with thousands of combining marks is too long) of letters, marks, numbers,
+    /// punctuation and symbols: no control character (DEL and U+0085 included), no format
+    /// character, no space or line or paragraph separator (U+2028), nothing unassigned.
+    ///
+    /// ```swift
+    /// SeedManifest.versionProblem("2.1.0-beta.1") // nil
+    /// SeedManifest.versionProblem("2\u{2028}0")  // "version contains U+2028, a separator character"
+    /// ```
+    public static func versionProblem(_ version: String) -> String? {
+        if version.isEmpty { return "version is empty" }
+        let bytes = version.utf8.count
+        if bytes > maximumVersionBytes { return "version is \(bytes) bytes of UTF-8, more than \(maximumVersionBytes)" }
+        for scalar in version.unicodeScalars {
+            let kind: String? = switch scalar.properties.generalCategory {
+            case .control: "a control character"
+            case .format: "a format character"
+            case .spaceSeparator, .lineSeparator, .paragraphSeparator: "a separator character"
+            case .surrogate, .privateUse, .unassigned: "not an assigned character"
+            default: nil
+            }
+            if let kind { return "version contains U+\(String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4)), \(kind)" }
+        }
+        return nil
     }
 
     /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.
@@ -177,8 +215,8 @@ struct ManifestFields {
             throw invalid("name", "store name \(JSONNode.quote(name)) must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
         }
         let version = try string("version")
-        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-            throw invalid("version", "version must be 1-128 printable characters")
+        if let problem = SeedManifest.versionProblem(version) {
+            throw invalid("version", problem + " (a version is 1-\(SeedManifest.maximumVersionBytes) bytes of printable characters)")
         }
         let file = try string("file")
         guard SeedManifest.isPlainFileName(file) else {
@@ -238,5 +276,12 @@ struct ManifestFields {
             steps.append(SeedManifest.Step(id: id, checksum: checksum))
         }
         return steps
+    }
+}
+
+extension String {
+    /// The string with zeros before it up to `width` characters.
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -39,6 +39,7 @@ extension ReseedCommand {
                 case .missing: "missing"
                 case .valid: "valid"
                 case .corrupt: "corrupt"
+                case .tooLarge: "tooLarge"
                 }
                 if json {
                     Terminal.out(JSONOutput.object([

@@ -57,6 +57,47 @@ import Testing
         #expect(error.message.contains("missing"))
     }
 
+    @Test(arguments: [
+        ("2" + String(repeating: "\u{301}", count: 10_000), "bytes of UTF-8"),
+        (String(repeating: "9", count: 65), "65 bytes"),
+        ("2.0\u{7F}", "U+007F, a control character"),
+        ("2.0\u{85}", "U+0085, a control character"),
+        ("2.0\u{2028}", "U+2028, a separator character"),
+        ("2.0 beta", "U+0020, a separator character"),
+        ("2.0\u{200B}", "U+200B, a format character"),
+        ("2.0\u{E000}", "not an assigned character"),
+    ])
+    func versionOutsideTheLimitsIsRejected(version: String, why: String) throws {
+        #expect(SeedManifest.versionProblem(version)?.contains(why) == true)
+        let error = try #require(throws: ReseedError.self) { try decode(replacing("version", with: JSONNode.quote(version))) }
+        #expect(error.field == "version")
+        #expect(error.message.contains(why))
+        #expect(error.description.utf8.count < 400)
+    }
+
+    @Test(arguments: ["2.0.0", "1.0.0-beta.1+exp.sha.5114f85", "2026.11-été", String(repeating: "é", count: 32)])
+    func versionsWithinTheLimitsAreAccepted(version: String) throws {
+        #expect(SeedManifest.versionProblem(version) == nil)
+        #expect(try decode(replacing("version", with: JSONNode.quote(version))).version == version)
+    }
+
+    @Test func longestNameAndVersionFitEveryDerivedFileName() throws {
+        let name = String(repeating: "n", count: SeedManifest.maximumNameBytes)
+        let version = String(repeating: "v", count: SeedManifest.maximumVersionBytes)
+        #expect(SeedManifest.isValidStoreName(name))
+        #expect(!SeedManifest.isValidStoreName(name + "n"))
+        #expect(SeedManifest.versionProblem(version) == nil)
+        let derived = [
+            ChannelManifest.seedFileName(name: name, version: version),
+            ".\(name).sqlite.reseed-download-\(String(repeating: "f", count: 16)).etag",
+            "\(name).sqlite.invalid-20261123T000000Z-0123abcd",
+        ]
+        let temporaries = derived.map { ".\($0).reseed-tmp-\(String(repeating: "f", count: 16))" }
+        for file in derived + temporaries {
+            #expect(file.utf8.count <= 255, "\(file.utf8.count) bytes")
+        }
+    }
+
     @Test func manifestOverOneMebibyteIsRefusedUnread() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifest-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -229,8 +229,8 @@ struct JSONTextGenerator {
             case .corrupt(let reason):
                 tally["corrupt", default: 0] += 1
                 failures.check(!reason.isEmpty && !reason.contains("\n"), "corrupt without a one-line reason: \(FuzzFailures.shown(bytes))")
-            case .missing:
-                failures.check(false, "bytes read as a missing file: \(FuzzFailures.shown(bytes))")
+            case .missing, .tooLarge:
+                failures.check(false, "bytes read as \(contents): \(FuzzFailures.shown(bytes))")
             }
             if let foundation = Self.foundationAccepts(bytes) {
                 compared += 1

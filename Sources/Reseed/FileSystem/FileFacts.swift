@@ -20,7 +20,7 @@ package struct FileFacts: Sendable {
 
     /// Reads the file at `path`; when `directory` is given, fsyncs it first through the seam (`name` is its name there).
     package init(path: String, directory: Directory? = nil, name: String? = nil) throws {
-        let fd = try FileSystem().reading("open", path) { () throws(Errno) in try Syscalls.openat(AT_FDCWD, path, O_RDONLY) }
+        let fd = try FileSystem.openRegularFile(path)
         defer { try? Syscalls.close(fd) }
         let digest: (bytes: Int64, sha256: String)
         if let directory, let name {

@@ -39,13 +39,20 @@ package protocol FileSystemObserver: Sendable {
 package struct FileSystemFailure: Error, Sendable {
     package var operation: String
     package var path: String
-    package var errno: Errno
+    /// The system's error; nil when Reseed refused the file itself (see ``reason``).
+    package var errno: Errno?
+    /// Why Reseed refused a file the system opened fine, such as "not a regular file (a FIFO)".
+    package var reason: String?
 
-    package init(operation: String, path: String, errno: Errno) {
+    package init(operation: String, path: String, errno: Errno?, reason: String? = nil) {
         self.operation = operation
         self.path = path
         self.errno = errno
+        self.reason = reason
     }
+
+    /// "open failed" or "open failed: not a regular file (a FIFO)".
+    package var summary: String { reason.map { "\(operation) failed: \($0)" } ?? "\(operation) failed" }
 }
 
 /// The file-system layer: every durability-critical action on the user's files goes through here.
@@ -80,6 +87,40 @@ package struct FileSystem: Sendable {
         } catch {
             throw FileSystemFailure(operation: operation, path: path, errno: error)
         }
+    }
+
+    /// Opens an existing file without blocking and refuses anything but a regular file.
+    ///
+    /// `O_NONBLOCK` makes opening a FIFO return at once instead of waiting for a writer (while
+    /// Reseed holds a lock); `fstat` then refuses a FIFO, a device such as `/dev/zero`, a socket or
+    /// a directory. Reads of a regular file are not affected by the flag.
+    /// - Parameters:
+    ///   - name: the path, relative to `directory` (default: the working directory).
+    ///   - path: the path errors name.
+    ///   - flags: `O_RDONLY` by default; add `O_NOFOLLOW` to refuse a symbolic link.
+    /// - Throws: ``FileSystemFailure``: the `openat` errno, or a reason without one.
+    package static func openRegularFile(
+        _ name: String, in directory: Int32 = AT_FDCWD, path: String? = nil, flags: Int32 = O_RDONLY
+    ) throws(FileSystemFailure) -> Int32 {
+        let path = path ?? name
+        let fd: Int32
+        do {
+            fd = try Syscalls.openat(directory, name, flags | O_NONBLOCK)
+        } catch {
+            throw FileSystemFailure(operation: "open", path: path, errno: error)
+        }
+        let kind: String?
+        do {
+            kind = FileKind.nonRegularName(try Syscalls.fstat(fd).st_mode)
+        } catch {
+            try? Syscalls.close(fd)
+            throw FileSystemFailure(operation: "fstat", path: path, errno: error)
+        }
+        if let kind {
+            try? Syscalls.close(fd)
+            throw FileSystemFailure(operation: "open", path: path, errno: nil, reason: "not a regular file (\(kind))")
+        }
+        return fd
     }
 
     /// Opens a directory, creating it (and its parents, mode 0755) when `create` is true.
@@ -147,14 +188,15 @@ package final class Directory: Sendable {
         }
     }
 
-    /// Opens `name` for reading without following a link; nil when it does not exist.
+    /// Opens the regular file `name` for reading without following a link; nil when it does not exist.
+    ///
+    /// - Throws: ``FileSystemFailure`` when it cannot be opened or is not a regular file (see
+    ///   ``FileSystem/openRegularFile(_:in:path:flags:)``).
     package func openForReading(_ name: String) throws(FileSystemFailure) -> Int32? {
         do {
-            return try Syscalls.openat(fd, name, O_RDONLY | O_NOFOLLOW)
-        } catch where error == .noSuchFileOrDirectory {
+            return try FileSystem.openRegularFile(name, in: fd, path: path(name), flags: O_RDONLY | O_NOFOLLOW)
+        } catch where error.errno == .noSuchFileOrDirectory {
             return nil
-        } catch {
-            throw FileSystemFailure(operation: "open", path: path(name), errno: error)
         }
     }
 
@@ -220,7 +262,7 @@ package final class Directory: Sendable {
 
     /// Opens `name` and fsyncs it.
     package func syncFile(_ name: String) throws {
-        let file = try fileSystem.reading("open", path(name)) { () throws(Errno) in try Syscalls.openat(fd, name, O_RDONLY | O_NOFOLLOW) }
+        let file = try FileSystem.openRegularFile(name, in: fd, path: path(name), flags: O_RDONLY | O_NOFOLLOW)
         defer { try? Syscalls.close(file) }
         try sync(file, name: name)
     }
@@ -233,5 +275,22 @@ package final class Directory: Sendable {
     /// The names in this directory (not `.` and `..`).
     package func names() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: url.path)
+    }
+}
+
+/// Names of the kinds of file that are not regular files, for error messages.
+package enum FileKind {
+    /// "a FIFO", "a directory", …; nil for a regular file.
+    package static func nonRegularName(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: nil
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "of type \(String(mode & S_IFMT, radix: 8))"
+        }
     }
 }

@@ -16,18 +16,16 @@ func readSmallFileIfPresent(
     let path = url.path
     let fd: Int32
     do {
-        fd = try Syscalls.openat(AT_FDCWD, path, O_RDONLY)
-    } catch where error == .noSuchFileOrDirectory {
+        // Never blocks on a FIFO; refuses anything but a regular file.
+        fd = try FileSystem.openRegularFile(path)
+    } catch where error.errno == .noSuchFileOrDirectory {
         return nil
     } catch {
-        throw ReseedError(.io, step: step, path: path, errno: error, message: "cannot open")
+        throw ReseedError(.io, step: step, path: path, errno: error.errno, message: error.reason ?? "cannot open")
     }
     defer { try? Syscalls.close(fd) }
     do {
         let info = try Syscalls.fstat(fd)
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw ReseedError(.io, step: step, path: path, errno: .isDirectory, message: "not a regular file")
-        }
         guard Int64(info.st_size) <= Int64(limit) else { throw tooLarge(Int64(info.st_size)) }
         // Read to the end of the file, whatever fstat said (it may have grown), never past the limit.
         var bytes: [UInt8] = []

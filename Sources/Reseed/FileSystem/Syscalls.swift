@@ -196,6 +196,14 @@ package enum Syscalls {
         _ = try retrying { system_fchmod(fd, mode) }
     }
 
+    /// `realpath(3)`: the absolute path with every symbolic link resolved; nil (with `errno` set)
+    /// when a component is missing, such as the target of a dangling link.
+    package static func realpath(_ path: String) -> String? {
+        guard let resolved = system_realpath(path) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// `umask(2)` read without changing it.
     package static func currentUmask() -> mode_t {
         // umask has no read-only form; set and restore is the portable idiom.
@@ -220,4 +228,5 @@ private func system_pread(_ a0: Int32, _ a1: UnsafeMutableRawPointer, _ a2: Int,
 private func system_write(_ a0: Int32, _ a1: UnsafeRawPointer, _ a2: Int) -> Int { write(a0, a1, a2) }
 private func system_pwrite(_ a0: Int32, _ a1: UnsafeRawPointer, _ a2: Int, _ a3: off_t) -> Int { pwrite(a0, a1, a2, a3) }
 private func system_ftruncate(_ a0: Int32, _ a1: off_t) -> Int32 { ftruncate(a0, a1) }
+private func system_realpath(_ a0: String) -> UnsafeMutablePointer<CChar>? { realpath(a0, nil) }
 private func system_fchmod(_ a0: Int32, _ a1: mode_t) -> Int32 { fchmod(a0, a1) }

@@ -14,6 +14,9 @@ package struct JSONNode: Sendable, Equatable {
         case string(String)
         case array([JSONNode])
         case object([JSONMember])
+        /// A well-formed array or object nested deeper than the parse kept as a tree
+        /// (``JSONNode/parse(_:opaqueBeyond:)``); only its place in the source is known.
+        case opaque
     }
 
     package var value: Value
@@ -41,6 +44,7 @@ package struct JSONNode: Sendable, Equatable {
         case .string: "a string"
         case .array: "an array"
         case .object: "an object"
+        case .opaque: "a deeply nested value"
         }
     }
 }
@@ -69,6 +73,16 @@ extension JSONNode {
     /// Nesting deeper than `maxDepth` is an error rather than a stack overflow.
     package static func parse(_ bytes: [UInt8], maxDepth: Int = 256) throws(JSONSyntaxError) -> JSONNode {
         var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        return try parser.parseDocument()
+    }
+
+    /// Parses a document of any depth: arrays and objects nested deeper than `depth` are checked
+    /// without recursion and kept as ``Value/opaque`` nodes (their range only).
+    ///
+    /// For a file Reseed shares with an app (the preferences): every valid JSON document is
+    /// accepted, whatever the app nests under its own keys, and Reseed's own key stays a tree.
+    package static func parse(_ bytes: [UInt8], opaqueBeyond depth: Int) throws(JSONSyntaxError) -> JSONNode {
+        var parser = JSONParser(bytes: bytes, maxDepth: .max, opaqueBeyond: depth)
         return try parser.parseDocument()
     }
 

@@ -1,13 +1,18 @@
 /// A recursive-descent JSON parser over bytes; see ``JSONNode/parse(_:maxDepth:)``.
+///
+/// With `opaqueBeyond`, an array or object deeper than that is checked by a loop with a stack of
+/// its own (no recursion, so no depth limit) and kept as one ``JSONNode/Value/opaque`` node.
 struct JSONParser {
     let bytes: [UInt8]
     let maxDepth: Int
+    let opaqueBeyond: Int?
     var index = 0
     var depth = 0
 
-    init(bytes: [UInt8], maxDepth: Int) {
+    init(bytes: [UInt8], maxDepth: Int, opaqueBeyond: Int? = nil) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.opaqueBeyond = opaqueBeyond
     }
 
     mutating func parseDocument() throws(JSONSyntaxError) -> JSONNode {
@@ -22,6 +27,10 @@ struct JSONParser {
     private mutating func parseValue() throws(JSONSyntaxError) -> JSONNode {
         guard index < bytes.count else { throw error("unexpected end of input") }
         let start = index
+        if let opaqueBeyond, depth >= opaqueBeyond, bytes[index] == UInt8(ascii: "{") || bytes[index] == UInt8(ascii: "[") {
+            try skipContainer()
+            return JSONNode(value: .opaque, range: start..<index)
+        }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
@@ -34,6 +43,62 @@ struct JSONParser {
         default:
             throw error("unexpected character '\(printable(bytes[index]))'")
         }
+    }
+
+    /// Checks the array or object at `index` and moves past it, with a stack of closing
+    /// brackets instead of recursion: any depth costs one byte a level, never the thread's stack.
+    private mutating func skipContainer() throws(JSONSyntaxError) {
+        enum Expect { case value, valueOrClose, key, keyOrClose, commaOrClose }
+        var closers: [UInt8] = []
+        var expect = Expect.value
+        repeat {
+            skipWhitespace()
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            let byte = bytes[index]
+            switch expect {
+            case .value, .valueOrClose:
+                if expect == .valueOrClose, byte == UInt8(ascii: "]") {
+                    index += 1
+                    closers.removeLast()
+                    expect = .commaOrClose
+                } else if byte == UInt8(ascii: "{") {
+                    index += 1
+                    closers.append(UInt8(ascii: "}"))
+                    expect = .keyOrClose
+                } else if byte == UInt8(ascii: "[") {
+                    index += 1
+                    closers.append(UInt8(ascii: "]"))
+                    expect = .valueOrClose
+                } else {
+                    _ = try parseValue()  // a scalar: no recursion
+                    expect = .commaOrClose
+                }
+            case .key, .keyOrClose:
+                if expect == .keyOrClose, byte == UInt8(ascii: "}") {
+                    index += 1
+                    closers.removeLast()
+                    expect = .commaOrClose
+                    continue
+                }
+                guard byte == UInt8(ascii: "\"") else { throw error("expected a string key") }
+                _ = try parseString()
+                skipWhitespace()
+                guard peek(UInt8(ascii: ":")) else { throw error("expected ':' after a key") }
+                index += 1
+                expect = .value
+            case .commaOrClose:
+                guard let closer = closers.last else { return }
+                if byte == UInt8(ascii: ",") {
+                    index += 1
+                    expect = closer == UInt8(ascii: "}") ? .key : .value
+                } else if byte == closer {
+                    index += 1
+                    closers.removeLast()
+                } else {
+                    throw error(closer == UInt8(ascii: "}") ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array")
+                }
+            }
+        } while !closers.isEmpty
     }
 
     private mutating func enter() throws(JSONSyntaxError) {

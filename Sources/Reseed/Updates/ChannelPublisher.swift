@@ -105,9 +105,10 @@ public struct ChannelPublisher: Sendable {
         let sourcePath = seed.fileURL.path
         let source: Int32
         do {
-            source = try Syscalls.openat(AT_FDCWD, sourcePath, O_RDONLY)
+            source = try FileSystem.openRegularFile(sourcePath)
         } catch {
-            throw ReseedError(error == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .publish, path: sourcePath, errno: error, message: "cannot open the seed")
+            throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .publish, path: sourcePath, errno: error.errno,
+                              message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
         }
         defer { try? Syscalls.close(source) }
         let temporary = Directory.temporaryName(for: file)

@@ -74,7 +74,7 @@ struct JSONLoader {
         case .null: return .null
         case .bool(let flag): return (flag ? 1 : 0).databaseValue
         case .string(let text): return text.databaseValue
-        case .array, .object: return String(decoding: bytes[node.range], as: UTF8.self).databaseValue
+        case .array, .object, .opaque: return String(decoding: bytes[node.range], as: UTF8.self).databaseValue
         case .number(let text):
             if !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }), let integer = Int64(text) {
                 return integer.databaseValue

@@ -73,8 +73,8 @@ public struct SeedBuilder: Sendable {
         guard SeedManifest.isValidStoreName(name) else {
             throw PackagingError(.invalidArgument, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
         }
-        guard !version.isEmpty, version.count <= 128, !version.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-            throw PackagingError(.invalidArgument, message: "seed version '\(version)' must be 1-128 printable characters")
+        if let problem = SeedManifest.versionProblem(version) {
+            throw PackagingError(.invalidArgument, message: "seed version: \(problem) (a version is 1-\(SeedManifest.maximumVersionBytes) bytes of printable characters)")
         }
         let folder = try MigrationsFolder(at: migrations)
         guard let last = folder.steps.last else {
