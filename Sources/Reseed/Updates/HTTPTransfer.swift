@@ -13,6 +13,15 @@ import Synchronization
 /// (`timeoutIntervalForRequest`): a slow download that keeps moving is never cut, a
 /// server that sends nothing for that long is. ``deadline``, when set, bounds the whole
 /// transfer however the server paces it (a small file trickled a byte at a time).
+///
+/// The request asks for `Accept-Encoding: identity`, and a response with any other
+/// `Content-Encoding` is refused on its headers: `URLSession` would decode it, so that a
+/// megabyte of gzip on the wire becomes a gigabyte of body before any size limit sees it.
+/// On Linux, swift-corelibs-foundation neither pauses for the delegate's decision on the
+/// headers nor waits for it to take a piece of the body: libcurl's thread decodes and queues
+/// pieces without bound. So there the delegate's calls run on that thread as they come
+/// (``ImmediateOperationQueue``): each piece is checked, and once refused dropped, before
+/// libcurl decodes the next, and memory stays at one piece whatever the server sends.
 struct HTTPTransfer: Sendable {
     /// A response's status line and headers.
     struct Response: Sendable {
@@ -24,6 +33,24 @@ struct HTTPTransfer: Sendable {
 
         /// `Content-Length`, when the server sent one.
         var contentLength: Int64? { header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
+
+        /// `Content-Encoding` when it names a coding other than `identity` (which the request did not ask for).
+        var unrequestedContentEncoding: String? {
+            guard let value = header("Content-Encoding") else { return nil }
+            let codings = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            return codings.allSatisfy { $0.isEmpty || $0 == "identity" } ? nil : value
+        }
+
+        /// `Last-Modified` when it is a strong validator (RFC 9110 §8.8.2.2): the response's `Date`
+        /// is at least a second later, so the file cannot change again within the second it names.
+        /// A file replaced within that second keeps the same date: sent back in `If-Modified-Since`
+        /// or `If-Range`, a weak date would match a file it does not describe. Nil when either date
+        /// is missing or not an IMF-fixdate.
+        var strongLastModified: String? {
+            guard let value = header("Last-Modified"), let modified = HTTPDate.seconds(value),
+                  let date = header("Date").flatMap(HTTPDate.seconds), date >= modified + 1 else { return nil }
+            return value
+        }
     }
 
     /// The longest the server may stay silent, before it answers or between two pieces of the body.
@@ -60,7 +87,11 @@ struct HTTPTransfer: Sendable {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
 
         let delegate = TransferDelegate(url: url, step: step, timeout: timeout, onResponse: onResponse, onData: onData)
+        #if canImport(FoundationNetworking)
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: ImmediateOperationQueue())
+        #else
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        #endif
         defer { session.finishTasksAndInvalidate() }
         let task = session.dataTask(with: request)
         let watchdog = deadline.map { deadline in
@@ -75,11 +106,31 @@ struct HTTPTransfer: Sendable {
                 delegate.start(task, continuation)
             }
         } onCancel: {
-            task.cancel()
+            TransferDelegate.cancel(task)
         }
         return try result.get()
     }
 }
+
+#if canImport(FoundationNetworking)
+/// Runs each operation at once, on the thread that adds it: the delegate queue of a transfer on Linux.
+///
+/// swift-corelibs-foundation adds every delegate call to the delegate queue from the session's
+/// work queue, the thread that runs libcurl, and goes on without waiting. With this queue a
+/// piece of the body is handled before libcurl decodes the next one, so pieces cannot pile up.
+/// The delegate must then never call into the task directly (its methods `sync` onto that same
+/// work queue): it cancels through ``TransferDelegate/cancel(_:)``.
+final class ImmediateOperationQueue: OperationQueue, @unchecked Sendable {
+    // @unchecked: no state of its own; OperationQueue's is never used, since nothing is queued.
+    override func addOperation(_ operation: Operation) {
+        operation.start()
+    }
+
+    override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        block()
+    }
+}
+#endif
 
 /// Receives one task's events on the session's serial delegate queue.
 private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable {
@@ -127,13 +178,28 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         }
         let head = HTTPTransfer.Response(status: http.statusCode, headers: headers)
         state.withLock { $0.response = head }
-        do {
+        do throws(ReseedError) {
+            if let coding = head.unrequestedContentEncoding {
+                throw ReseedError(.download, step: step, url: url, message:
+                    "the server sent the body with Content-Encoding '\(coding)', which the request did not accept (Accept-Encoding: identity); refused before decoding it")
+            }
             try onResponse(head)
             completionHandler(.allow)
         } catch {
             refuse(error)
+            // Linux's URLSession ignores the disposition: the task itself must stop.
             completionHandler(.cancel)
+            Self.cancel(dataTask)
         }
+    }
+
+    /// A server's authentication challenge is never answered: a channel is a public folder.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        // The disposition cancels the task, which must not happen on the work queue this may run on.
+        Thread.detachNewThread { completionHandler(.cancelAuthenticationChallenge, nil) }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -143,7 +209,7 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
             try onData(data)
         } catch {
             refuse(error)
-            dataTask.cancel()
+            Self.cancel(dataTask)
         }
     }
 
@@ -163,7 +229,14 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
     /// Ends the task past its deadline (nothing changes if it has already ended).
     func expire(_ task: URLSessionTask, after deadline: Duration) {
         refuse(ReseedError(.download, step: step, url: url, message: "the transfer took longer than \(deadline) in all (the server sends too slowly)"))
-        task.cancel()
+        Self.cancel(task)
+    }
+
+    /// Cancels `task` from a thread of its own: on Linux `cancel()` waits for the session's work
+    /// queue, which may be the very thread calling (see ``ImmediateOperationQueue``), or busy
+    /// decoding for a while; neither a delegate call nor a cooperative thread may wait for it.
+    static func cancel(_ task: URLSessionTask) {
+        Thread.detachNewThread { task.cancel() }
     }
 
     private func refuse(_ error: ReseedError) {
