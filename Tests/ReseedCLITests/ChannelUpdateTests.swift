@@ -266,6 +266,28 @@ import Testing
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
     }
 
+    /// A host that moved the files answers with redirects; they are followed, the body of each dropped.
+    @Test func redirectsAreFollowed() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        for name in [ChannelManifest.fileName, ChannelManifest.signatureFileName, "items-1.1.0.sqlite"] {
+            try FileManager.default.copyItem(at: sandbox.channel.appendingPathComponent(name), to: sandbox.channel.appendingPathComponent("moved-" + name))
+        }
+        try sandbox.server.set(["redirect": [
+            ChannelManifest.fileName: "/moved-channel.json", ChannelManifest.signatureFileName: "/moved-channel.json.sig",
+            "items-1.1.0.sqlite": sandbox.server.url.absoluteString + "moved-items-1.1.0.sqlite",
+        ]])
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+        #expect(try sandbox.server.requests().map { "\($0.path) \($0.status ?? 0)" } == [
+            "/channel.json 302", "/moved-channel.json 200", "/channel.json.sig 302", "/moved-channel.json.sig 200",
+            "/items-1.1.0.sqlite 302", "/moved-items-1.1.0.sqlite 200",
+        ])
+    }
+
     @Test func aManifestOverTheLimitIsRefusedWithoutReadingItAll() async throws {
         let sandbox = try ChannelSandbox()
         let bundled = try sandbox.seed("1.0.0")

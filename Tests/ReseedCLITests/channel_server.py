@@ -13,6 +13,7 @@ file name:
     {"stall": {"seed.sqlite": 5000}}      send the headers and 5000 body bytes, then nothing more
     {"hang": ["channel.json"]}             read the request, answer nothing, keep the connection open
     {"status": {"channel.json": 500}}      answer with this status and a short text body
+    {"redirect": {"channel.json": "/b.json"}} answer 302 with this Location (and a short text body)
     {"oversize": ["channel.json"]}         stream 256 MiB of spaces, no Content-Length, until the client leaves
     {"rangeStatus": {"seed.sqlite": 416}}  answer a request with a Range header with this status
     {"trickle": {"channel.json": 0.2}}     send the body one byte at a time, this many seconds apart
@@ -131,6 +132,17 @@ class Handler(BaseHTTPRequestHandler):
         if name in switches.get("status", {}):
             status = int(switches["status"][name])
             return self.text(entry, status, "switched to %d\n" % status)
+        if name in switches.get("redirect", {}):
+            log(dict(entry, status=302))
+            data = b"moved\n"
+            self.send_response(302)
+            self.send_header("Location", switches["redirect"][name])
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            log({"done": entry["path"], "sent": len(data)})
+            return
         if name in switches.get("oversize", []):
             return self.oversize(entry)
         if name in switches.get("gzip", {}):

@@ -97,7 +97,7 @@ struct SeedDownload: Sendable {
                 if sink.overflowed { removeFiles() }
                 try? Syscalls.fsync(fd)
                 var failure = error
-                if error.code == .download, error.httpStatus == nil, !sink.overflowed {
+                if error.code == .download, error.httpStatus == nil, !sink.overflowed, sink.offset > 0 {
                     failure.message += "; \(sink.offset) of \(manifest.size) bytes are kept and the next try resumes"
                 }
                 throw failure
