@@ -83,7 +83,10 @@ final class CurlExchange: Sendable {
         defer { reseed_curl_slist_free_all(list) }
         // A header a file could have smuggled a line break into is left out: it is only ever a
         // validator, and without it the server sends the whole file.
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) where !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+        // libcurl sends no User-Agent of its own; some hosts refuse a request without one.
+        var lines = headers
+        if !lines.keys.contains(where: { $0.lowercased() == "user-agent" }) { lines["User-Agent"] = "Reseed" }
+        for (name, value) in lines.sorted(by: { $0.key < $1.key }) where !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
             guard let longer = reseed_curl_slist_append(list, "\(name): \(value)") else {
                 return .failure(failure("libcurl cannot build the request headers (curl_slist_append)"))
             }
