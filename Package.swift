@@ -20,10 +20,13 @@ let package = Package(
     targets: [
         // Syscalls Glibc hides without _GNU_SOURCE (copy_file_range, renameat2, FICLONE).
         .target(name: "CReseedSystem"),
+        // libcurl loaded at run time, for the channel transfers on Linux (see HTTPTransfer).
+        .target(name: "CReseedCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(
             name: "Reseed",
             dependencies: [
                 "CReseedSystem",
+                "CReseedCurl",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

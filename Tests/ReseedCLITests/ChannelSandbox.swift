@@ -62,9 +62,10 @@ final class ChannelSandbox {
         }
     }
 
-    /// An updater of the app shipping `bundled`, with a short timeout.
-    func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(10),
-                 manifestDeadline: Duration = .seconds(60), allowsDowngrade: Bool = false) -> ChannelUpdater {
+    /// An updater of the app shipping `bundled`. The idle timeout is generous by default (a busy
+    /// 2-core machine can hold a transfer's threads for seconds); the timeout tests pass short ones.
+    func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(120),
+                 manifestDeadline: Duration = .seconds(120), allowsDowngrade: Bool = false) -> ChannelUpdater {
         var configuration = ChannelUpdater.Configuration()
         configuration.timeout = timeout
         configuration.manifestDeadline = manifestDeadline

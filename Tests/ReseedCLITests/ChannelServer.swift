@@ -6,7 +6,8 @@ import Synchronization
 
 /// `channel_server.py`, serving one channel folder on an ephemeral port of 127.0.0.1 for one test.
 ///
-/// Switches (a cut connection, a hang, an error status, an oversized manifest) are set with
+/// Switches (a cut connection, a hang, an error status, an oversized manifest, a gzip bomb,
+/// validators of a host without ETag) are set with
 /// ``set(_:)``; every request it received is in ``requests()``. It stops when released.
 final class ChannelServer {
     /// One request as the server logged it, before answering.
@@ -16,6 +17,7 @@ final class ChannelServer {
         var range: String?
         var ifRange: String?
         var ifNoneMatch: String?
+        var ifModifiedSince: String?
         var status: Int?
     }
 
@@ -71,7 +73,8 @@ final class ChannelServer {
         try logLines().compactMap { line in
             guard let method = line["method"] as? String, let path = line["path"] as? String else { return nil }
             return Request(method: method, path: path, range: line["range"] as? String, ifRange: line["ifRange"] as? String,
-                           ifNoneMatch: line["ifNoneMatch"] as? String, status: line["status"] as? Int)
+                           ifNoneMatch: line["ifNoneMatch"] as? String, ifModifiedSince: line["ifModifiedSince"] as? String,
+                           status: line["status"] as? Int)
         }
     }
 

@@ -208,10 +208,10 @@ import Testing
         #expect(error?.code == .download)
         #expect(error?.step == .fetchManifest)
         #expect(error?.description == "fetchManifest: no answer within 1.0 seconds (timed out) (\(sandbox.server.url.absoluteString)channel.json)")
+        // Not earlier than the timeout. No upper bound: with the whole suite running, other tests'
+        // blocking waits held the 2 cooperative threads for minutes (277 s seen); the suite's time
+        // limit is the guard against waiting forever.
         #expect(elapsed >= .milliseconds(900))
-        // Bounded, not timed: with the whole suite running, other tests' blocking waits can hold the
-        // 2 cooperative threads for many seconds; the point is that the update does not wait forever.
-        #expect(elapsed < .seconds(120))
 
         // A seed download that stops moving in the middle is cut the same way, and keeps what arrived.
         try sandbox.server.set(["stall": ["items-1.1.0.sqlite": 50_000]])
@@ -239,8 +239,7 @@ import Testing
         #expect(error?.code == .download)
         #expect(error?.step == .fetchManifest)
         #expect(error?.description == "fetchManifest: the transfer took longer than 1.0 seconds in all (the server sends too slowly) (\(sandbox.server.url.absoluteString)channel.json)")
-        #expect(elapsed >= .milliseconds(900))
-        #expect(elapsed < .seconds(120), "bounded, not timed (see the hang test)")
+        #expect(elapsed >= .milliseconds(900), "not earlier than the deadline (no upper bound: see the hang test)")
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
     }
 
@@ -264,6 +263,28 @@ import Testing
         #expect(seedError?.httpStatus == status)
         #expect(seedError?.url?.lastPathComponent == "items-1.1.0.sqlite")
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+    }
+
+    /// A host that moved the files answers with redirects; they are followed, the body of each dropped.
+    @Test func redirectsAreFollowed() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        for name in [ChannelManifest.fileName, ChannelManifest.signatureFileName, "items-1.1.0.sqlite"] {
+            try FileManager.default.copyItem(at: sandbox.channel.appendingPathComponent(name), to: sandbox.channel.appendingPathComponent("moved-" + name))
+        }
+        try sandbox.server.set(["redirect": [
+            ChannelManifest.fileName: "/moved-channel.json", ChannelManifest.signatureFileName: "/moved-channel.json.sig",
+            "items-1.1.0.sqlite": sandbox.server.url.absoluteString + "moved-items-1.1.0.sqlite",
+        ]])
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
+        #expect(try sandbox.server.requests().map { "\($0.path) \($0.status ?? 0)" } == [
+            "/channel.json 302", "/moved-channel.json 200", "/channel.json.sig 302", "/moved-channel.json.sig 200",
+            "/items-1.1.0.sqlite 302", "/moved-items-1.1.0.sqlite 200",
+        ])
     }
 
     @Test func aManifestOverTheLimitIsRefusedWithoutReadingItAll() async throws {

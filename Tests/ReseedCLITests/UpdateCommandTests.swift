@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import GRDB
 import Reseed
@@ -56,7 +59,7 @@ import Testing
                 == ["channel.json", "channel.json.sig", "items-1.1.0.sqlite"])
 
         let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey,
-                      "--seed", bundled.manifestURL.path, "--data-dir", data, "--json", "--timeout", "10"]
+                      "--seed", bundled.manifestURL.path, "--data-dir", data, "--json", "--timeout", "120"]
         let first = try ReseedBinary.run(update)
         #expect(first.status == 0)
         #expect(first.stderr == "")
@@ -92,6 +95,31 @@ import Testing
         #expect(try jsonObject(again.stdout)["copied"] as? Bool == false)
     }
 
+    /// Like `ssh`: a private key its group or others may read or write is refused, with the fix in the message.
+    @Test(arguments: [0o666, 0o644, 0o640, 0o620, 0o604])
+    func publishRefusesAPrivateKeyOthersMayReadOrWrite(mode: Int) throws {
+        let sandbox = try ChannelSandbox()
+        let keys = sandbox.directory.appending("keys")
+        let privateKey = keys.appendingPathComponent("channel.key")
+        _ = try ChannelPrivateKey.generate(privateKeyFile: privateKey, publicKeyFile: keys.appendingPathComponent("channel.pub"))
+        let seed = try sandbox.seed("1.1.0")
+        let publish = ["publish", seed.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", privateKey.path]
+        try #require(chmod(privateKey.path, mode_t(mode)) == 0)
+
+        let refused = try ReseedBinary.run(publish)
+        #expect(refused.status == 1)
+        #expect(refused.stdout == "")
+        #expect(refused.stderr == "reseed: readKey: the private key file's mode is \(String(mode, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs; make it private with: chmod 600 '\(privateKey.path)' (\(privateKey.path))\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).isEmpty, "nothing is published")
+        let error = #expect(throws: ReseedError.self) { try ChannelPrivateKey(contentsOf: privateKey) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.step == .readKey)
+
+        try #require(chmod(privateKey.path, 0o600) == 0)
+        #expect(try ReseedBinary.run(publish).status == 0)
+        #expect(FileManager.default.fileExists(atPath: sandbox.channel.appendingPathComponent(ChannelManifest.fileName).path))
+    }
+
     @Test func updateErrorsAreOneLineNamingTheStepAndTheURL() throws {
         let sandbox = try ChannelSandbox()
         let keys = sandbox.directory.appending("keys")
@@ -103,7 +131,7 @@ import Testing
         try sandbox.publish(try sandbox.seed("1.1.0"))
         func update(_ channel: String, _ more: [String] = []) throws -> ReseedBinary.Result {
             try ReseedBinary.run(["update", "--channel", channel, "--public-key", publicKey.path, "--seed", bundled.manifestURL.path,
-                                  "--data-dir", data, "--json", "--timeout", "5"] + more)
+                                  "--data-dir", data, "--json", "--timeout", "120"] + more)
         }
 
         let wrongKey = try update(sandbox.server.url.absoluteString)

@@ -13,10 +13,19 @@ file name:
     {"stall": {"seed.sqlite": 5000}}      send the headers and 5000 body bytes, then nothing more
     {"hang": ["channel.json"]}             read the request, answer nothing, keep the connection open
     {"status": {"channel.json": 500}}      answer with this status and a short text body
+    {"redirect": {"channel.json": "/b.json"}} answer 302 with this Location (and a short text body)
     {"oversize": ["channel.json"]}         stream 256 MiB of spaces, no Content-Length, until the client leaves
     {"rangeStatus": {"seed.sqlite": 416}}  answer a request with a Range header with this status
     {"trickle": {"channel.json": 0.2}}     send the body one byte at a time, this many seconds apart
     {"once": {"channel.json": "old.json"}} serve ROOT/old.json in its place, to the next request only
+    {"gzip": {"channel.json": 1024}}       answer 200 with Content-Encoding: gzip, whatever the request asked
+                                           for, and no Content-Length: a gzip bomb (about 1 KB a MiB) that
+                                           inflates to this many MiB
+And one switch for every file:
+    {"validators": {"etag": false, "lastModified": DATE, "date": DATE}}
+                                           send no ETag (a host that has none), and this Last-Modified and
+                                           Date (HTTP dates) instead of the file's mtime and the clock; a
+                                           request whose If-Modified-Since is not older than DATE gets 304
 
 Each request is logged, before its response is sent, as one JSON line in the log file:
     {"method", "path", "range", "ifRange", "ifNoneMatch", "ifModifiedSince", "status"}
@@ -26,9 +35,11 @@ import email.utils
 import json
 import os
 import signal
+import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.abspath(sys.argv[1])
@@ -64,11 +75,41 @@ def etag_of(info):
     return '"%x-%x"' % (info.st_mtime_ns, info.st_size)
 
 
+BOMBS = {}
+BOMBS_LOCK = threading.Lock()
+
+
+def bomb(mebibytes):
+    """A gzip stream of `mebibytes` MiB of spaces (about 1 KB on the wire per MiB), made once.
+
+    One MiB is deflated once, ending in a full flush (which resets the compressor), so the same
+    bytes stand for every further MiB: no need to deflate the whole of it.
+    """
+    with BOMBS_LOCK:
+        if mebibytes not in BOMBS:
+            block = b" " * (1024 * 1024)
+            deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+            piece = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+            crc = 0
+            for _ in range(mebibytes):
+                crc = zlib.crc32(block, crc)
+            last = zlib.compressobj(9, zlib.DEFLATED, -15).flush(zlib.Z_FINISH)
+            header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+            trailer = struct.pack("<II", crc, (mebibytes * len(block)) & 0xFFFFFFFF)
+            BOMBS[mebibytes] = header + piece * mebibytes + last + trailer
+        return BOMBS[mebibytes]
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args):
         pass
+
+    def date_time_string(self, timestamp=None):
+        # The Date header, replaced by the "validators" switch.
+        fixed = control().get("validators", {}).get("date")
+        return fixed if fixed is not None and timestamp is None else super().date_time_string(timestamp)
 
     def do_HEAD(self):
         self.serve(head=True)
@@ -91,8 +132,21 @@ class Handler(BaseHTTPRequestHandler):
         if name in switches.get("status", {}):
             status = int(switches["status"][name])
             return self.text(entry, status, "switched to %d\n" % status)
+        if name in switches.get("redirect", {}):
+            log(dict(entry, status=302))
+            data = b"moved\n"
+            self.send_response(302)
+            self.send_header("Location", switches["redirect"][name])
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            log({"done": entry["path"], "sent": len(data)})
+            return
         if name in switches.get("oversize", []):
             return self.oversize(entry)
+        if name in switches.get("gzip", {}):
+            return self.gzip_bomb(entry, int(switches["gzip"][name]))
         if self.headers.get("Range") and name in switches.get("rangeStatus", {}):
             status = int(switches["rangeStatus"][name])
             return self.text(entry, status, "switched to %d\n" % status)
@@ -104,12 +158,14 @@ class Handler(BaseHTTPRequestHandler):
         if not name or "/" in name or name.startswith(".") or not os.path.isfile(path):
             return self.text(entry, 404, "not found\n")
         info = os.stat(path)
-        etag = etag_of(info)
-        modified = email.utils.formatdate(info.st_mtime, usegmt=True)
-        if self.not_modified(etag, info):
+        validators = switches.get("validators", {})
+        etag = etag_of(info) if validators.get("etag", True) else None
+        modified = validators.get("lastModified") or email.utils.formatdate(info.st_mtime, usegmt=True)
+        if self.not_modified(etag, modified):
             log(dict(entry, status=304))
             self.send_response(304)
-            self.send_header("ETag", etag)
+            if etag:
+                self.send_header("ETag", etag)
             self.send_header("Last-Modified", modified)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -118,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
         size = info.st_size
         start, end, status = 0, size - 1, 200
         wanted = self.headers.get("Range")
-        if wanted and (self.headers.get("If-Range") in (None, etag)):
+        if wanted and (self.headers.get("If-Range") in (None, etag, modified)):
             spec = wanted.strip().removeprefix("bytes=")
             first, _, last = spec.partition("-")
             start = int(first)
@@ -133,7 +189,8 @@ class Handler(BaseHTTPRequestHandler):
             status = 206
         log(dict(entry, status=status))
         self.send_response(status)
-        self.send_header("ETag", etag)
+        if etag:
+            self.send_header("ETag", etag)
         self.send_header("Last-Modified", modified)
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(end - start + 1))
@@ -178,14 +235,14 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
 
-    def not_modified(self, etag, info):
+    def not_modified(self, etag, modified):
         tags = self.headers.get("If-None-Match")
         if tags is not None:
             return etag in [t.strip() for t in tags.split(",")] or tags.strip() == "*"
         since = self.headers.get("If-Modified-Since")
         if since:
             try:
-                return int(info.st_mtime) <= email.utils.parsedate_to_datetime(since).timestamp()
+                return email.utils.parsedate_to_datetime(modified) <= email.utils.parsedate_to_datetime(since)
             except (TypeError, ValueError):
                 return False
         return False
@@ -199,6 +256,27 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         log({"done": entry["path"], "sent": len(data)})
+
+    def gzip_bomb(self, entry, mebibytes):
+        body = bomb(mebibytes)
+        log(dict(entry, status=200))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        # No Content-Length (the body ends when the connection closes), so no client refuses
+        # it for its announced size: only what it decodes counts.
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        try:
+            # All at once: what the client decodes before it reacts is up to the client.
+            self.wfile.write(body)
+            sent = len(body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        log({"done": entry["path"], "sent": sent})
 
     def oversize(self, entry):
         log(dict(entry, status=200))

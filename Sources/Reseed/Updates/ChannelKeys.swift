@@ -84,9 +84,15 @@ public struct ChannelPrivateKey: Sendable {
 
     /// Reads a private key file written by `reseed keygen` (one line of base64).
     ///
-    /// - Throws: ``ReseedError`` (step `readKey`) naming the file.
+    /// Like `ssh`, refuses a key file that its group or others may read or write: the key
+    /// signs what every copy of the app installs.
+    ///
+    /// - Throws: ``ReseedError`` (step `readKey`) naming the file:
+    ///   ``ReseedError/Code/invalidArgument`` when the file's mode lets the group or others
+    ///   read or write it (the message says to `chmod 600` it), when it is not a regular file,
+    ///   or not a key; ``ReseedError/Code/io`` when it cannot be read.
     public init(contentsOf url: URL) throws(ReseedError) {
-        let raw = try ChannelKeyFile.decode(try ChannelKeyFile.read(url), source: url.path)
+        let raw = try ChannelKeyFile.decode(try ChannelKeyFile.readPrivate(url), source: url.path)
         do {
             self.init(try Curve25519.Signing.PrivateKey(rawRepresentation: raw))
         } catch {
@@ -139,6 +145,43 @@ enum ChannelKeyFile {
     static func read(_ url: URL) throws(ReseedError) -> String {
         let bytes = try readSmallFile(url, limit: maximumSize, step: .readKey) { size in
             ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "a key file is one short line; this one is \(size) bytes")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Reads a private key file, refusing it unless it is a regular file only its owner may read or write.
+    static func readPrivate(_ url: URL) throws(ReseedError) -> String {
+        let path = url.path
+        let fd: Int32
+        do {
+            // O_NONBLOCK: a FIFO must not block the open; it is refused below.
+            fd = try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK)
+        } catch {
+            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: error == .noSuchFileOrDirectory ? "file not found" : "cannot open")
+        }
+        defer { try? Syscalls.close(fd) }
+        let info: stat
+        do {
+            info = try Syscalls.fstat(fd)
+        } catch {
+            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot stat")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "the private key is not a regular file")
+        }
+        let permissions = info.st_mode & 0o777
+        guard permissions & 0o077 == 0 else {
+            throw ReseedError(.invalidArgument, step: .readKey, path: path, message:
+                "the private key file's mode is \(String(permissions, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs; make it private with: chmod 600 '\(path)'")
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try Syscalls.pread(fd, count: maximumSize + 1, at: 0)
+        } catch {
+            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot read")
+        }
+        guard bytes.count <= maximumSize else {
+            throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "a key file is one short line; this one is over \(maximumSize) bytes")
         }
         return String(decoding: bytes, as: UTF8.self)
     }

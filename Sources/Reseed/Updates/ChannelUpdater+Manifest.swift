@@ -18,7 +18,10 @@ struct SignedManifest: Sendable {
 ///
 /// They are sent back (`If-None-Match`, `If-Modified-Since`) only while the store still holds
 /// `version` from that same `url`: after any other change of the store (a bundled seed
-/// installed, a store repaired) the manifest is fetched whole again.
+/// installed, a store repaired) the manifest is fetched whole again. `Last-Modified` is kept
+/// only when it is a strong validator (``HTTPTransfer/Response/strongLastModified``): a
+/// `channel.json` published twice within one second has the same date both times, and a
+/// host without `ETag` would answer the second check `304` for good.
 struct ChannelValidators: Sendable, Equatable {
     static let key = "channel"
 
@@ -107,7 +110,7 @@ extension ChannelUpdater {
                                    onResponse: { head throws(ReseedError) in try signature.begin(head) },
                                    onData: { data throws(ReseedError) in try signature.append(data) })
         return Pair(manifest: manifest.bytes, signature: signature.bytes, url: manifestURL,
-                    etag: response.header("ETag"), lastModified: response.header("Last-Modified"))
+                    etag: response.header("ETag"), lastModified: response.strongLastModified)
     }
 
     /// True when `signature` is one line of base64 of an Ed25519 signature of `manifest` by the app's key.

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Logging
 
@@ -11,8 +18,9 @@ import Logging
 /// 2. refuses a manifest over 64 KiB (it stops reading there), one whose signature
 ///    `channel.json.sig` does not verify with the app's public key (after reading the pair
 ///    once more, in case a publish was halfway), one for another store, one that needs a newer
-///    Reseed, and one that is not newer by SemVer precedence than the installed seed
-///    (unless ``Configuration/allowsDowngrade``);
+///    Reseed, and one that is not newer by SemVer precedence than the installed seed, or older
+///    than the version the store file itself records (its `reseed_metadata` table: a floor that
+///    survives lost preferences), unless ``Configuration/allowsDowngrade``;
 /// 3. downloads the seed into the data directory, resuming a partial file left by a broken
 ///    try (`Range`, `If-Range`), never reading more than the manifest's size, and checks its
 ///    size and SHA-256;
@@ -42,7 +50,8 @@ public struct ChannelUpdater: Sendable {
         /// server paces it: both are small, so a server that trickles them is given up on
         /// (the seed's download has no such limit; it resumes). Default 60 seconds.
         public var manifestDeadline: Duration = .seconds(60)
-        /// Installs a channel's seed that is older than the installed one, or whose version
+        /// Installs a channel's seed that is older than the installed one (as the preferences
+        /// record it, or as the store file records it in its metadata), or whose version
         /// cannot be ordered by SemVer. Default false: such an offer is refused.
         public var allowsDowngrade = false
         /// Called while the seed downloads with (bytes in the file, total bytes). Default nil.
@@ -149,6 +158,11 @@ public struct ChannelUpdater: Sendable {
             throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
                 "the channel offers \(manifest.name) \(manifest.version), not newer than \(baseline)\(context.installed == nil ? " (bundled)" : " (installed)"); refusing a downgrade")
         }
+        // The store's own record of its version is a floor too: the preferences may have been lost.
+        if !configuration.allowsDowngrade, let embedded = context.embedded, SeedVersion(embedded).isNewer(than: SeedVersion(manifest.version)) {
+            throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
+                "the channel offers \(manifest.name) \(manifest.version), older than \(embedded) in the store file \(context.storeURL.path) (its \(SeedMetadata.tableName) table); refusing a downgrade")
+        }
 
         logger.info("downloading a seed from the channel", metadata: [
             "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "previous": "\(context.installed ?? "none")",
@@ -197,6 +211,9 @@ public struct ChannelUpdater: Sendable {
         var installed: String?
         /// The version in the app's bundle (what a launch installs when nothing is installed).
         var bundled: String
+        /// The version the store file records in its metadata table, when it is a seed of this store
+        /// and not open in a ``LiveStore`` (whose version is ``installed``).
+        var embedded: String?
         var validators: ChannelValidators?
         var directory: Directory
         var lock: StoreLock
@@ -217,10 +234,18 @@ public struct ChannelUpdater: Sendable {
         let (directory, lock) = try launcher.lockInDataDirectory(
             ".\(name).sqlite.reseed-update-lock", heldBy: "another update of the store '\(name)' is running")
         let entry = (try? launcher.preferences.readEntries())?.entries[name]
+        let storePath = directory.path(name + ".sqlite")
+        // Read through SQLite, read-only: no descriptor of ours can drop the locks of a connection
+        // this process holds. A store that cannot be read has no floor; its install would replace it.
+        var embedded: String?
+        if facts.live == nil, let info = try? directory.status(name + ".sqlite"), (info.st_mode & S_IFMT) == S_IFREG,
+           let metadata = try? SeedMetadata.read(path: storePath), metadata.name == name {
+            embedded = metadata.version
+        }
         return Context(
-            launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled,
+            launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
             validators: entry.flatMap { ChannelValidators(entry: $0.node) }, directory: directory, lock: lock,
-            storeURL: URL(fileURLWithPath: directory.path(name + ".sqlite"), isDirectory: false))
+            storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
     }
 
     /// Keeps the manifest's validators, so the next check is conditional.

@@ -1,18 +1,28 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-import Synchronization
 
-/// One HTTP GET through `URLSession`, its body handed over piece by piece as it arrives.
+/// One HTTP GET, its body handed over piece by piece as it arrives.
 ///
-/// A delegate rather than `bytes(for:)` (which Linux's Foundation lacks) or `data(for:)`
-/// (which holds the whole body): the manifest is refused as soon as it passes its limit,
-/// and a seed goes straight to its file, so a broken connection keeps what arrived.
-/// No cache: a `304` reaches the caller as a `304`. ``timeout`` is an idle timeout
-/// (`timeoutIntervalForRequest`): a slow download that keeps moving is never cut, a
-/// server that sends nothing for that long is. ``deadline``, when set, bounds the whole
-/// transfer however the server paces it (a small file trickled a byte at a time).
+/// Pieces rather than the whole body: the manifest is refused as soon as it passes its limit,
+/// and a seed goes straight to its file, so a broken connection keeps what arrived. No cache:
+/// a `304` reaches the caller as a `304`. ``timeout`` is an idle timeout: a slow download that
+/// keeps moving is never cut, a server that sends nothing for that long is. ``deadline``, when
+/// set, bounds the whole transfer however the server paces it (a small file trickled a byte
+/// at a time). Redirects to `http` and `https` are followed (20 at most).
+///
+/// The request asks for `Accept-Encoding: identity` (bytes as stored: sizes, ranges and
+/// checksums are about the file), and a response with any other `Content-Encoding` is refused
+/// on its headers, before a byte of its body is decoded: else a megabyte of gzip on the wire
+/// becomes a gigabyte of body before any size limit sees it.
+///
+/// Two engines, one behaviour:
+/// - on Linux, libcurl driven directly on a thread of its own (``CurlExchange``), which never
+///   decodes a body and stops the moment a callback refuses. swift-corelibs-foundation's
+///   `URLSession` cannot be used there: it has libcurl decode any `Content-Encoding`, ignores
+///   the delegate's disposition on the headers, and a `cancel()` waits until the server stops
+///   sending, so a refused gzip bomb was still decoded whole (1 GiB in 12 s, 4 GiB in 38 s,
+///   memory growing with it);
+/// - elsewhere, `URLSession` with a delegate (``TransferDelegate``), which there does wait for
+///   the delegate's disposition before reading the body.
 struct HTTPTransfer: Sendable {
     /// A response's status line and headers.
     struct Response: Sendable {
@@ -24,6 +34,24 @@ struct HTTPTransfer: Sendable {
 
         /// `Content-Length`, when the server sent one.
         var contentLength: Int64? { header("Content-Length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
+
+        /// `Content-Encoding` when it names a coding other than `identity` (which the request did not ask for).
+        var unrequestedContentEncoding: String? {
+            guard let value = header("Content-Encoding") else { return nil }
+            let codings = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            return codings.allSatisfy { $0.isEmpty || $0 == "identity" } ? nil : value
+        }
+
+        /// `Last-Modified` when it is a strong validator (RFC 9110 §8.8.2.2): the response's `Date`
+        /// is at least a second later, so the file cannot change again within the second it names.
+        /// A file replaced within that second keeps the same date: sent back in `If-Modified-Since`
+        /// or `If-Range`, a weak date would match a file it does not describe. Nil when either date
+        /// is missing or not an IMF-fixdate.
+        var strongLastModified: String? {
+            guard let value = header("Last-Modified"), let modified = HTTPDate.seconds(value),
+                  let date = header("Date").flatMap(HTTPDate.seconds), date >= modified + 1 else { return nil }
+            return value
+        }
     }
 
     /// The longest the server may stay silent, before it answers or between two pieces of the body.
@@ -41,147 +69,28 @@ struct HTTPTransfer: Sendable {
     /// one this throws, and no piece is handed over after it.
     ///
     /// - Throws: ``ReseedError`` ``ReseedError/Code/download`` for the transfer's own failures
-    ///   (no answer within the timeout, past the deadline, connection refused or lost), naming
-    ///   `step` and `url`.
+    ///   (no answer within the timeout, past the deadline, connection refused or lost, a
+    ///   `Content-Encoding` that was not asked for), naming `step` and `url`.
     func get(
         _ url: URL, headers: [String: String], step: ReseedError.Step,
         onResponse: @escaping @Sendable (Response) throws(ReseedError) -> Void,
         onData: @escaping @Sendable (Data) throws(ReseedError) -> Void
     ) async throws(ReseedError) -> Response {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.timeoutIntervalForRequest = seconds
-        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
-        request.httpMethod = "GET"
-        // Bytes as stored: sizes, ranges and checksums are about the file, not an encoding of it.
-        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-
-        let delegate = TransferDelegate(url: url, step: step, timeout: timeout, onResponse: onResponse, onData: onData)
-        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
-        let task = session.dataTask(with: request)
-        let watchdog = deadline.map { deadline in
-            Task {
-                try? await Task.sleep(for: deadline)
-                if !Task.isCancelled { delegate.expire(task, after: deadline) }
+        var headers = headers
+        headers["Accept-Encoding"] = "identity"
+        let checked = { @Sendable (response: Response) throws(ReseedError) in
+            if let coding = response.unrequestedContentEncoding {
+                throw ReseedError(.download, step: step, url: url, message:
+                    "the server sent the body with Content-Encoding '\(coding)', which the request did not accept (Accept-Encoding: identity); refused before decoding it")
             }
+            try onResponse(response)
         }
-        defer { watchdog?.cancel() }
-        let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                delegate.start(task, continuation)
-            }
-        } onCancel: {
-            task.cancel()
-        }
-        return try result.get()
-    }
-}
-
-/// Receives one task's events on the session's serial delegate queue.
-private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?
-        var response: HTTPTransfer.Response?
-        /// The error a callback threw; once set, nothing more is handed over.
-        var failure: ReseedError?
-    }
-
-    private let url: URL
-    private let step: ReseedError.Step
-    private let timeout: Duration
-    private let onResponse: @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void
-    private let onData: @Sendable (Data) throws(ReseedError) -> Void
-    private let state = Mutex(State())
-
-    init(url: URL, step: ReseedError.Step, timeout: Duration,
-         onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
-         onData: @escaping @Sendable (Data) throws(ReseedError) -> Void) {
-        self.url = url
-        self.step = step
-        self.timeout = timeout
-        self.onResponse = onResponse
-        self.onData = onData
-    }
-
-    func start(_ task: URLSessionDataTask, _ continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>) {
-        state.withLock { $0.continuation = continuation }
-        task.resume()
-    }
-
-    func urlSession(
-        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        guard let http = response as? HTTPURLResponse else {
-            refuse(ReseedError(.download, step: step, url: url, message: "the answer is not an HTTP response"))
-            completionHandler(.cancel)
-            return
-        }
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-        }
-        let head = HTTPTransfer.Response(status: http.statusCode, headers: headers)
-        state.withLock { $0.response = head }
-        do {
-            try onResponse(head)
-            completionHandler(.allow)
-        } catch {
-            refuse(error)
-            completionHandler(.cancel)
-        }
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        // A cancelled task may still deliver pieces it had already read: they are dropped.
-        if state.withLock({ $0.failure != nil }) { return }
-        do {
-            try onData(data)
-        } catch {
-            refuse(error)
-            dataTask.cancel()
-        }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?, Result<HTTPTransfer.Response, ReseedError>) in
-            defer { state.continuation = nil }
-            if let failure = state.failure { return (state.continuation, .failure(failure)) }
-            if let error { return (state.continuation, .failure(translate(error, answered: state.response != nil))) }
-            guard let response = state.response else {
-                return (state.continuation, .failure(ReseedError(.download, step: step, url: url, message: "the server closed the connection without answering")))
-            }
-            return (state.continuation, .success(response))
-        }
-        continuation?.resume(returning: result)
-    }
-
-    /// Ends the task past its deadline (nothing changes if it has already ended).
-    func expire(_ task: URLSessionTask, after deadline: Duration) {
-        refuse(ReseedError(.download, step: step, url: url, message: "the transfer took longer than \(deadline) in all (the server sends too slowly)"))
-        task.cancel()
-    }
-
-    private func refuse(_ error: ReseedError) {
-        state.withLock { if $0.failure == nil { $0.failure = error } }
-    }
-
-    private func translate(_ error: any Error, answered: Bool) -> ReseedError {
-        let code = (error as NSError).code
-        let message: String = switch code {
-        case NSURLErrorTimedOut:
-            answered ? "the server sent nothing more for \(timeout) (timed out)" : "no answer within \(timeout) (timed out)"
-        case NSURLErrorCancelled:
-            "cancelled"
-        case NSURLErrorCannotConnectToHost, NSURLErrorCannotFindHost, NSURLErrorNotConnectedToInternet, NSURLErrorDNSLookupFailed:
-            "cannot connect: \(error.localizedDescription)"
-        default:
-            answered ? "the connection broke: \(error.localizedDescription)" : "the request failed: \(error.localizedDescription)"
-        }
-        return ReseedError(.download, step: step, url: url, message: message)
+        #if canImport(FoundationNetworking)
+        let exchange = CurlExchange(url: url, headers: headers, step: step, timeout: timeout, deadline: deadline,
+                                    onResponse: checked, onData: onData)
+        return try await exchange.run()
+        #else
+        return try await sessionGet(url, headers: headers, step: step, onResponse: checked, onData: onData)
+        #endif
     }
 }

@@ -16,12 +16,18 @@ import SystemPackage
 ///
 /// The partial file has a stable name, `.<name>.sqlite.reseed-download-<first 16 hex digits
 /// of the SHA-256>`, so it survives between tries (an install's clean-up removes only
-/// `.<name>.sqlite.reseed-tmp-*`). Beside it, `<partial>.etag` keeps the seed's `ETag` (or
-/// `Last-Modified`) from the response that started it: a resumed request asks for the rest
+/// `.<name>.sqlite.reseed-tmp-*`). Beside it, `<partial>.etag` keeps the seed's strong `ETag`
+/// (or strong `Last-Modified`) from the response that started it: a resumed request asks for the rest
 /// with `Range` and `If-Range`, so a file that changed on the server comes back whole
 /// (`200`) instead of being spliced. Partial files of any other version are removed first.
 /// Never more than the manifest's size is written: a response that announces or sends
 /// more is refused.
+///
+/// Neither file is written through a name someone else prepared: a partial file is resumed
+/// only when it is a regular file with one link, owned by this process's user (`O_NOFOLLOW`,
+/// then `fstat`); anything else under its name (a hard or symbolic link to another file, a
+/// FIFO, another user's file) is removed and the file created afresh with `O_EXCL`. The
+/// validator is read under the same conditions and always written to a new file (`O_EXCL`).
 struct SeedDownload: Sendable {
     /// What a download did.
     struct Result: Sendable {
@@ -55,7 +61,7 @@ struct SeedDownload: Sendable {
     ///   manifest, the partial file then removed.
     func run() async throws(ReseedError) -> Result {
         try removeOtherVersions()
-        let fd = try during(.download, path: partialPath) { try directory.openForWriting(partialName) }
+        let fd = try openPartial()
         defer { try? Syscalls.close(fd) }
         var have = try during(.download, path: partialPath) {
             try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
@@ -77,7 +83,7 @@ struct SeedDownload: Sendable {
             do {
                 _ = try await transfer.get(url, headers: headers, step: .download, onResponse: { response throws(ReseedError) in
                     try sink.begin(response)
-                    if response.status == 200, let validator = response.header("ETag") ?? response.header("Last-Modified") {
+                    if response.status == 200, let validator = Self.rangeValidator(response) {
                         writeValidator(validator)
                     }
                 }, onData: { data throws(ReseedError) in try sink.write(data) })
@@ -91,7 +97,7 @@ struct SeedDownload: Sendable {
                 if sink.overflowed { removeFiles() }
                 try? Syscalls.fsync(fd)
                 var failure = error
-                if error.code == .download, error.httpStatus == nil, !sink.overflowed {
+                if error.code == .download, error.httpStatus == nil, !sink.overflowed, sink.offset > 0 {
                     failure.message += "; \(sink.offset) of \(manifest.size) bytes are kept and the next try resumes"
                 }
                 throw failure
@@ -106,6 +112,12 @@ struct SeedDownload: Sendable {
         }
         try verify(fd)
         return Result(file: partialName, received: received, resumedFrom: resumedFrom)
+    }
+
+    /// What `If-Range` may carry: a strong validator (RFC 9110 §13.1.5), a strong `ETag` or a strong date.
+    static func rangeValidator(_ response: HTTPTransfer.Response) -> String? {
+        if let etag = response.header("ETag"), !etag.hasPrefix("W/") { return etag }
+        return response.strongLastModified
     }
 
     /// The size and SHA-256 of the whole file, read once; a file that does not match is removed.
@@ -143,19 +155,43 @@ struct SeedDownload: Sendable {
         _ = try? directory.remove(validatorName)
     }
 
+    /// The partial file, resumed when it is our own regular file, else created afresh (`O_EXCL`).
+    private func openPartial() throws(ReseedError) -> Int32 {
+        try during(.download, path: partialPath) {
+            if let fd = ownFile(partialName, flags: O_RDWR) { return fd }
+            _ = try directory.remove(partialName)
+            return try directory.createExclusive(partialName)
+        }
+    }
+
+    /// Opens `name` (never following a link) when it is a regular file with exactly one link,
+    /// owned by this process's user; nil otherwise, and when it cannot be opened at all.
+    private func ownFile(_ name: String, flags: Int32) -> Int32? {
+        // O_NONBLOCK: a FIFO under this name must not block the open; it is refused just below.
+        guard let fd = try? Syscalls.openat(directory.fd, name, flags | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+        guard let info = try? Syscalls.fstat(fd), (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+            try? Syscalls.close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// The validator kept beside the partial file, when it is our own file and one plausible header value.
     private func readValidator() -> String? {
-        guard let fd = try? directory.openForReading(validatorName) else { return nil }
+        guard let fd = ownFile(validatorName, flags: O_RDONLY) else { return nil }
         defer { try? Syscalls.close(fd) }
-        guard let bytes = try? Syscalls.pread(fd, count: 1024, at: 0), !bytes.isEmpty else { return nil }
+        guard let bytes = try? Syscalls.pread(fd, count: 1024, at: 0), !bytes.isEmpty,
+              bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The validator is advisory (a wrong one only makes the server send the whole file again),
-    /// so it is written in place, without the ceremony of an atomic replace.
+    /// so it is written without the ceremony of an atomic replace; but always into a new file
+    /// (the old name removed, then `O_EXCL`), never through a link someone left under its name.
     private func writeValidator(_ validator: String) {
-        guard let fd = try? directory.openForWriting(validatorName) else { return }
+        _ = try? directory.remove(validatorName)
+        guard let fd = try? directory.createExclusive(validatorName) else { return }
         defer { try? Syscalls.close(fd) }
-        _ = try? Syscalls.ftruncate(fd, 0)
         _ = try? Syscalls.writeAll(fd, Array(validator.utf8))
     }
 }

@@ -1,0 +1,153 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+// Compiled on every platform, so that Linux builds type-check it; used where Foundation's own
+// URLSession runs (Apple platforms). Linux uses HTTPTransfer+Curl.swift.
+extension HTTPTransfer {
+    /// ``get(_:headers:step:onResponse:onData:)`` through `URLSession`: the engine of Apple platforms.
+    ///
+    /// A delegate rather than `bytes(for:)` (which Linux's Foundation lacks) or `data(for:)`
+    /// (which holds the whole body). ``timeout`` is `timeoutIntervalForRequest`.
+    func sessionGet(
+        _ url: URL, headers: [String: String], step: ReseedError.Step,
+        onResponse: @escaping @Sendable (Response) throws(ReseedError) -> Void,
+        onData: @escaping @Sendable (Data) throws(ReseedError) -> Void
+    ) async throws(ReseedError) -> Response {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.timeoutIntervalForRequest = seconds
+        var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
+        request.httpMethod = "GET"
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+
+        let delegate = TransferDelegate(url: url, step: step, timeout: timeout, onResponse: onResponse, onData: onData)
+        let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let task = session.dataTask(with: request)
+        let watchdog = deadline.map { deadline in
+            Task {
+                try? await Task.sleep(for: deadline)
+                if !Task.isCancelled { delegate.expire(task, after: deadline) }
+            }
+        }
+        defer { watchdog?.cancel() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                delegate.start(task, continuation)
+            }
+        } onCancel: {
+            task.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// Receives one task's events on the session's serial delegate queue.
+private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?
+        var response: HTTPTransfer.Response?
+        /// The error a callback threw; once set, nothing more is handed over.
+        var failure: ReseedError?
+    }
+
+    private let url: URL
+    private let step: ReseedError.Step
+    private let timeout: Duration
+    private let onResponse: @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void
+    private let onData: @Sendable (Data) throws(ReseedError) -> Void
+    private let state = Mutex(State())
+
+    init(url: URL, step: ReseedError.Step, timeout: Duration,
+         onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
+         onData: @escaping @Sendable (Data) throws(ReseedError) -> Void) {
+        self.url = url
+        self.step = step
+        self.timeout = timeout
+        self.onResponse = onResponse
+        self.onData = onData
+    }
+
+    func start(_ task: URLSessionDataTask, _ continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>) {
+        state.withLock { $0.continuation = continuation }
+        task.resume()
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let http = response as? HTTPURLResponse else {
+            refuse(ReseedError(.download, step: step, url: url, message: "the answer is not an HTTP response"))
+            completionHandler(.cancel)
+            return
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        let head = HTTPTransfer.Response(status: http.statusCode, headers: headers)
+        state.withLock { $0.response = head }
+        do {
+            try onResponse(head)
+            completionHandler(.allow)
+        } catch {
+            refuse(error)
+            completionHandler(.cancel)
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        // A cancelled task may still deliver pieces it had already read: they are dropped.
+        if state.withLock({ $0.failure != nil }) { return }
+        do {
+            try onData(data)
+        } catch {
+            refuse(error)
+            dataTask.cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?, Result<HTTPTransfer.Response, ReseedError>) in
+            defer { state.continuation = nil }
+            if let failure = state.failure { return (state.continuation, .failure(failure)) }
+            if let error { return (state.continuation, .failure(translate(error, answered: state.response != nil))) }
+            guard let response = state.response else {
+                return (state.continuation, .failure(ReseedError(.download, step: step, url: url, message: "the server closed the connection without answering")))
+            }
+            return (state.continuation, .success(response))
+        }
+        continuation?.resume(returning: result)
+    }
+
+    /// Ends the task past its deadline (nothing changes if it has already ended).
+    func expire(_ task: URLSessionTask, after deadline: Duration) {
+        refuse(ReseedError(.download, step: step, url: url, message: "the transfer took longer than \(deadline) in all (the server sends too slowly)"))
+        task.cancel()
+    }
+
+    private func refuse(_ error: ReseedError) {
+        state.withLock { if $0.failure == nil { $0.failure = error } }
+    }
+
+    private func translate(_ error: any Error, answered: Bool) -> ReseedError {
+        let code = (error as NSError).code
+        let message: String = switch code {
+        case NSURLErrorTimedOut:
+            answered ? "the server sent nothing more for \(timeout) (timed out)" : "no answer within \(timeout) (timed out)"
+        case NSURLErrorCancelled:
+            "cancelled"
+        case NSURLErrorCannotConnectToHost, NSURLErrorCannotFindHost, NSURLErrorNotConnectedToInternet, NSURLErrorDNSLookupFailed:
+            "cannot connect: \(error.localizedDescription)"
+        default:
+            answered ? "the connection broke: \(error.localizedDescription)" : "the request failed: \(error.localizedDescription)"
+        }
+        return ReseedError(.download, step: step, url: url, message: message)
+    }
+}
