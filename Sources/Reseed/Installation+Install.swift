@@ -44,16 +44,16 @@ extension Installation {
     /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
     func copyAndVerify(into temporary: String) throws(ReseedError) {
         let seedPath = seed.fileURL.path
-        let source: Int32
+        let source: OwnedDescriptor
         do {
             source = try FileSystem.openRegularFile(seedPath)
         } catch {
             throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .copy, path: seedPath, errno: error.errno,
                               message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
         }
-        defer { try? Syscalls.close(source) }
         let destination = try during(.copy, path: directory.path(temporary)) { try directory.createExclusive(temporary) }
-        var closed = false
+        // The numbers, for the closures below; `source` and `destination` own and close them.
+        let (sourceFD, destinationFD) = (source.raw, destination.raw)
         do {
             let total = manifest.size
             let progress = configuration.progress
@@ -62,18 +62,25 @@ extension Installation {
             })
             let copied = try during(.copy, path: seedPath) {
                 try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                    try copier.copy(from: source, to: destination)
+                    try copier.copy(from: sourceFD, to: destinationFD)
                 }
             }
-            try during(.copy, path: directory.path(temporary)) { try directory.sync(destination, name: temporary) }
-            try verify(destination, temporary: temporary, copied: copied)
-            try during(.copy, path: directory.path(temporary)) {
-                closed = true
-                try Syscalls.close(destination)
-            }
+            try during(.copy, path: directory.path(temporary)) { try directory.sync(destinationFD, name: temporary) }
+            try verify(destinationFD, temporary: temporary, copied: copied)
+        } catch {
+            _ = try? directory.remove(temporary)
+            throw error
+        }
+        withExtendedLifetime(source) {}
+        do {
+            try destination.close()
+        } catch {
+            _ = try? directory.remove(temporary)
+            throw ReseedError(.io, step: .copy, path: directory.path(temporary), errno: error, message: "close failed")
+        }
+        do {
             try verifyEmbeddedMetadata(temporary)
         } catch {
-            if !closed { try? Syscalls.close(destination) }
             _ = try? directory.remove(temporary)
             throw error
         }

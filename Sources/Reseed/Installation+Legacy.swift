@@ -43,10 +43,15 @@ extension Installation {
         // Across filesystems the store is read through a descriptor of ours. Closing any descriptor
         // of a file drops this process's POSIX locks on it, the guard's among them: so it is opened
         // before the guard and closed after it (defers run last-declared first).
-        let source: Int32? = sameDevice ? nil : try during(.adoptLegacyStore, path: legacyPath) {
+        let source: OwnedDescriptor? = sameDevice ? nil : try during(.adoptLegacyStore, path: legacyPath) {
             try FileSystem.openRegularFile(legacyPath)
         }
-        defer { if let source { try? Syscalls.close(source) } }
+        defer { withExtendedLifetime(source) {} }
+        let sourceFD: Int32?
+        switch source {
+        case .some(let file): sourceFD = file.raw
+        case .none: sourceFD = nil
+        }
         let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
         let held: StoreGuard
         switch try StoreGuard.acquire(path: legacyPath, for: .move, deadline: deadline) {
@@ -69,8 +74,8 @@ extension Installation {
                                        timeout: configuration.lockTimeout, logger: logger)
         }
         try during(.adoptLegacyStore, path: legacyPath) {
-            if let source {
-                try copyAcross(from: source, path: legacyPath)
+            if let sourceFD {
+                try copyAcross(from: sourceFD, path: legacyPath)
             } else {
                 try legacyDirectory.move(legacyName, to: directory, as: storeName)
                 try directory.sync()
@@ -87,11 +92,17 @@ extension Installation {
         let temporary = Directory.temporaryName(for: storeName)
         let destination = try directory.createExclusive(temporary)
         do {
+            let destinationFD = destination.raw
             _ = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                try FileCopier(hashing: false).copy(from: source, to: destination)
+                try FileCopier(hashing: false).copy(from: source, to: destinationFD)
             }
-            try directory.sync(destination, name: temporary)
-            try Syscalls.close(destination)
+            try directory.sync(destination.raw, name: temporary)
+        } catch {
+            _ = try? directory.remove(temporary)
+            throw error
+        }
+        do {
+            try destination.close()
             let check = try SeedMetadata.quickCheck(path: directory.path(temporary))
             guard check == "ok" else {
                 throw ReseedError(.verificationFailed, step: .adoptLegacyStore, path: sourcePath, message: "the copy of the legacy store fails quick_check: \(check)")
@@ -99,7 +110,6 @@ extension Installation {
             try directory.rename(temporary, to: storeName)
             try directory.sync()
         } catch {
-            try? Syscalls.close(destination)
             _ = try? directory.remove(temporary)
             throw error
         }

@@ -106,17 +106,16 @@ struct Installation {
         // closing a descriptor of it here would drop SQLite's locks on it.
         if OpenStores.isOpen(storePath) { return .sqlite }
         return try during(.inspectStore, path: storePath) {
-            let opened: Int32?
+            let opened: OwnedDescriptor?
             do {
                 opened = try directory.openForReading(storeName)
             } catch let failure as FileSystemFailure where failure.reason != nil {
                 // A FIFO, a device or a socket in the store's place: no database; replaced and kept aside.
                 return .notSQLite
             }
-            guard let fd = opened else { return .missing }
-            defer { try? Syscalls.close(fd) }
+            guard let file = opened else { return .missing }
             let bytes = try directory.fileSystem.reading("read", storePath) { () throws(Errno) in
-                try Syscalls.pread(fd, count: StoreHeader.magic.count, at: 0)
+                try Syscalls.pread(file.raw, count: StoreHeader.magic.count, at: 0)
             }
             return StoreHeader.hasMagic(bytes) ? .sqlite : .notSQLite
         }

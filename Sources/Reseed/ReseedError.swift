@@ -122,7 +122,7 @@ extension ReseedError {
 }
 
 /// Runs `body` as `step`: any error it throws comes out as a ``ReseedError`` naming the step.
-func during<T>(_ step: ReseedError.Step, path: String? = nil, _ body: () throws -> T) throws(ReseedError) -> T {
+func during<T: ~Copyable>(_ step: ReseedError.Step, path: String? = nil, _ body: () throws -> T) throws(ReseedError) -> T {
     do {
         return try body()
     } catch {

@@ -34,22 +34,25 @@ extension Directory {
     /// private settings stay private); a new file gets 0644 less the umask.
     package func replaceAtomically(_ name: String, with bytes: [UInt8]) throws {
         let temporary = Self.temporaryName(for: name)
-        let fd = try createExclusive(temporary)
+        let file = try createExclusive(temporary)
         do {
             if let existing = try status(name) {
                 try fileSystem.reading("fchmod", path(temporary)) { () throws(Errno) in
-                    try Syscalls.fchmod(fd, existing.st_mode & 0o7777)
+                    try Syscalls.fchmod(file.raw, existing.st_mode & 0o7777)
                 }
             }
-            try write(bytes, to: fd, name: temporary)
-            try sync(fd, name: temporary)
-            try Syscalls.close(fd)
+            try write(bytes, to: file.raw, name: temporary)
+            try sync(file.raw, name: temporary)
         } catch {
-            try? Syscalls.close(fd)
             _ = try? remove(temporary)
             throw error
         }
         do {
+            do throws(Errno) {
+                try file.close()
+            } catch {
+                throw FileSystemFailure(operation: "close", path: path(temporary), errno: error)
+            }
             try rename(temporary, to: name)
         } catch {
             _ = try? remove(temporary)

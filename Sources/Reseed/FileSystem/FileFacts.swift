@@ -20,8 +20,8 @@ package struct FileFacts: Sendable {
 
     /// Reads the file at `path`; when `directory` is given, fsyncs it first through the seam (`name` is its name there).
     package init(path: String, directory: Directory? = nil, name: String? = nil) throws {
-        let fd = try FileSystem.openRegularFile(path)
-        defer { try? Syscalls.close(fd) }
+        let file = try FileSystem.openRegularFile(path)
+        let fd = file.raw
         let digest: (bytes: Int64, sha256: String)
         if let directory, let name {
             // fsync on another thread while this one hashes (from the page cache): on 2 cores, one costs nothing.

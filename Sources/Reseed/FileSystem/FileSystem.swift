@@ -67,7 +67,7 @@ package struct FileSystem: Sendable {
     }
 
     /// Runs one action through the observer.
-    package func perform<T>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(Errno) -> T) throws -> T {
+    package func perform<T: ~Copyable>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(Errno) -> T) throws -> T {
         let action = FileAction(kind: kind, path: path)
         try observer?.willPerform(action)
         let result: T
@@ -81,7 +81,7 @@ package struct FileSystem: Sendable {
     }
 
     /// Wraps a read-only call, which the observer does not see.
-    package func reading<T>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(FileSystemFailure) -> T {
+    package func reading<T: ~Copyable>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(FileSystemFailure) -> T {
         do {
             return try body()
         } catch {
@@ -101,23 +101,21 @@ package struct FileSystem: Sendable {
     /// - Throws: ``FileSystemFailure``: the `openat` errno, or a reason without one.
     package static func openRegularFile(
         _ name: String, in directory: Int32 = AT_FDCWD, path: String? = nil, flags: Int32 = O_RDONLY
-    ) throws(FileSystemFailure) -> Int32 {
+    ) throws(FileSystemFailure) -> OwnedDescriptor {
         let path = path ?? name
-        let fd: Int32
+        let fd: OwnedDescriptor
         do {
-            fd = try Syscalls.openat(directory, name, flags | O_NONBLOCK)
+            fd = OwnedDescriptor(adopting: try Syscalls.openat(directory, name, flags | O_NONBLOCK))
         } catch {
             throw FileSystemFailure(operation: "open", path: path, errno: error)
         }
         let kind: String?
         do {
-            kind = FileKind.nonRegularName(try Syscalls.fstat(fd).st_mode)
+            kind = FileKind.nonRegularName(try Syscalls.fstat(fd.raw).st_mode)
         } catch {
-            try? Syscalls.close(fd)
             throw FileSystemFailure(operation: "fstat", path: path, errno: error)
         }
         if let kind {
-            try? Syscalls.close(fd)
             throw FileSystemFailure(operation: "open", path: path, errno: nil, reason: "not a regular file (\(kind))")
         }
         return fd
@@ -126,7 +124,7 @@ package struct FileSystem: Sendable {
     /// Opens a directory, creating it (and its parents, mode 0755) when `create` is true.
     package func openDirectory(_ url: URL, create: Bool) throws -> Directory {
         let path = url.path
-        let open = { () throws(Errno) in try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY) }
+        let open = { () throws(Errno) in OwnedDescriptor(adopting: try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY)) }
         do {
             return Directory(fileSystem: self, url: url, fd: try open())
         } catch where create && error == .noSuchFileOrDirectory {
@@ -156,35 +154,28 @@ package struct FileSystem: Sendable {
 package final class Directory: Sendable {
     package let fileSystem: FileSystem
     package let url: URL
-    package let fd: Int32
+    private let descriptor: OwnedDescriptor
+    /// The directory's descriptor, valid while this value lives (it closes it when it ends).
+    package var fd: Int32 { descriptor.raw }
 
     /// The directory's path with a final "/", so a name's path is one concatenation
     /// (`URL.appendingPathComponent` asks the file system whether the name is a folder).
     private let basePath: String
 
-    init(fileSystem: FileSystem, url: URL, fd: Int32) {
+    init(fileSystem: FileSystem, url: URL, fd: consuming OwnedDescriptor) {
         self.fileSystem = fileSystem
         self.url = url
-        self.fd = fd
+        self.descriptor = fd
         let path = url.path
         self.basePath = path.hasSuffix("/") ? path : path + "/"
     }
 
-    deinit { try? Syscalls.close(fd) }
-
     package func path(_ name: String) -> String { basePath + name }
 
     /// Creates `name` exclusively (`O_EXCL`, never following a link), with `mode` (default 0644) less the umask.
-    package func createExclusive(_ name: String, mode: mode_t = 0o644) throws -> Int32 {
+    package func createExclusive(_ name: String, mode: mode_t = 0o644) throws -> OwnedDescriptor {
         try fileSystem.perform(.createFile, path(name)) { () throws(Errno) in
-            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
-        }
-    }
-
-    /// Opens `name` for reading and writing, creating it (mode 0644 less the umask) when missing, never following a link.
-    package func openForWriting(_ name: String) throws -> Int32 {
-        try fileSystem.perform(.createFile, path(name)) { () throws(Errno) in
-            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0o644)
+            OwnedDescriptor(adopting: try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode))
         }
     }
 
@@ -192,7 +183,7 @@ package final class Directory: Sendable {
     ///
     /// - Throws: ``FileSystemFailure`` when it cannot be opened or is not a regular file (see
     ///   ``FileSystem/openRegularFile(_:in:path:flags:)``).
-    package func openForReading(_ name: String) throws(FileSystemFailure) -> Int32? {
+    package func openForReading(_ name: String) throws(FileSystemFailure) -> OwnedDescriptor? {
         do {
             return try FileSystem.openRegularFile(name, in: fd, path: path(name), flags: O_RDONLY | O_NOFOLLOW)
         } catch where error.errno == .noSuchFileOrDirectory {
@@ -201,9 +192,9 @@ package final class Directory: Sendable {
     }
 
     /// Opens (creating when needed) a lock file; it is never removed, so every locker meets the same inode.
-    package func openLockFile(_ name: String) throws -> Int32 {
+    package func openLockFile(_ name: String) throws -> OwnedDescriptor {
         try fileSystem.perform(.lock, path(name)) { () throws(Errno) in
-            try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0o644)
+            OwnedDescriptor(adopting: try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0o644))
         }
     }
 
@@ -263,8 +254,7 @@ package final class Directory: Sendable {
     /// Opens `name` and fsyncs it.
     package func syncFile(_ name: String) throws {
         let file = try FileSystem.openRegularFile(name, in: fd, path: path(name), flags: O_RDONLY | O_NOFOLLOW)
-        defer { try? Syscalls.close(file) }
-        try sync(file, name: name)
+        try sync(file.raw, name: name)
     }
 
     /// Writes all of `bytes` to `file` at its current offset.

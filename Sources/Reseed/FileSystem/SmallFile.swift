@@ -14,16 +14,16 @@ func readSmallFileIfPresent(
     _ url: URL, limit: Int, step: ReseedError.Step, tooLarge: (Int64) -> ReseedError
 ) throws(ReseedError) -> [UInt8]? {
     let path = url.path
-    let fd: Int32
+    let file: OwnedDescriptor
     do {
         // Never blocks on a FIFO; refuses anything but a regular file.
-        fd = try FileSystem.openRegularFile(path)
+        file = try FileSystem.openRegularFile(path)
     } catch where error.errno == .noSuchFileOrDirectory {
         return nil
     } catch {
         throw ReseedError(.io, step: step, path: path, errno: error.errno, message: error.reason ?? "cannot open")
     }
-    defer { try? Syscalls.close(fd) }
+    let fd = file.raw
     do {
         let info = try Syscalls.fstat(fd)
         guard Int64(info.st_size) <= Int64(limit) else { throw tooLarge(Int64(info.st_size)) }

@@ -14,12 +14,12 @@ package final class StoreLock: Sendable {
     private static let pollInterval: Duration = .milliseconds(5)
 
     package let path: String
-    private let fd: Int32
-    private let released = Mutex(false)
+    /// The lock file's descriptor until ``release()`` takes it.
+    private let descriptor: Mutex<OwnedDescriptor?>
 
-    private init(path: String, fd: Int32) {
+    private init(path: String, fd: consuming OwnedDescriptor) {
         self.path = path
-        self.fd = fd
+        self.descriptor = Mutex(Optional(fd))
     }
 
     /// Takes the lock named `name` in `directory`, waiting up to `timeout`.
@@ -47,27 +47,20 @@ package final class StoreLock: Sendable {
     package static func acquireFolder(_ directory: Directory, timeout: Duration) throws -> StoreLock? {
         try acquire(directory.path(""), in: directory, timeout: timeout) {
             try directory.fileSystem.perform(.lock, directory.path("")) { () throws(Errno) in
-                try Syscalls.openat(directory.fd, ".", O_RDONLY | O_DIRECTORY)
+                OwnedDescriptor(adopting: try Syscalls.openat(directory.fd, ".", O_RDONLY | O_DIRECTORY))
             }
         }
     }
 
-    private static func acquire(_ path: String, in directory: Directory, timeout: Duration, open: () throws -> Int32) throws -> StoreLock? {
+    private static func acquire(_ path: String, in directory: Directory, timeout: Duration, open: () throws -> OwnedDescriptor) throws -> StoreLock? {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
         while true {
             if claimInProcess(path) {
                 do {
                     let fd = try open()
-                    let locked: Bool
-                    do {
-                        locked = try directory.fileSystem.reading("flock", path) { () throws(Errno) in try Syscalls.tryLock(fd, exclusive: true) }
-                    } catch {
-                        try? Syscalls.close(fd)
-                        throw error
-                    }
+                    let locked = try directory.fileSystem.reading("flock", path) { () throws(Errno) in try Syscalls.tryLock(fd.raw, exclusive: true) }
                     if locked { return StoreLock(path: path, fd: fd) }
-                    try? Syscalls.close(fd)
                     releaseInProcess(path)
                 } catch {
                     releaseInProcess(path)
@@ -75,19 +68,16 @@ package final class StoreLock: Sendable {
                 }
             }
             if clock.now >= deadline { return nil }
-            Thread.sleep(forTimeInterval: Double(pollInterval.components.attoseconds) / 1e18)
+            let (seconds, attoseconds) = pollInterval.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
         }
     }
 
     /// Releases the lock; later calls do nothing.
     package func release() {
-        let wasReleased = released.withLock { value in
-            defer { value = true }
-            return value
-        }
-        if wasReleased { return }
-        try? Syscalls.unlock(fd)
-        try? Syscalls.close(fd)
+        guard let fd = descriptor.withLock({ $0.take() }) else { return }
+        try? Syscalls.unlock(fd.raw)
+        _ = consume fd
         Self.releaseInProcess(path)
     }
 

@@ -31,7 +31,8 @@ package enum Syscalls {
     }
 
     /// `close(2)`. `EINTR` is not retried: on Linux the descriptor is gone either way.
-    package static func close(_ fd: Int32) throws(Errno) {
+    /// Only ``OwnedDescriptor`` calls this: a descriptor is closed by the one value that owns it.
+    static func close(_ fd: Int32) throws(Errno) {
         if system_close(fd) == -1 {
             let code = Errno(rawValue: errno)
             if code != .interrupted { throw code }
@@ -202,14 +203,6 @@ package enum Syscalls {
         guard let resolved = system_realpath(path) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)
-    }
-
-    /// `umask(2)` read without changing it.
-    package static func currentUmask() -> mode_t {
-        // umask has no read-only form; set and restore is the portable idiom.
-        let mask = umask(0o022)
-        umask(mask)
-        return mask
     }
 }
 

@@ -152,14 +152,14 @@ enum ChannelKeyFile {
     /// Reads a private key file, refusing it unless it is a regular file only its owner may read or write.
     static func readPrivate(_ url: URL) throws(ReseedError) -> String {
         let path = url.path
-        let fd: Int32
+        let file: OwnedDescriptor
         do {
             // O_NONBLOCK: a FIFO must not block the open; it is refused below.
-            fd = try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK)
+            file = OwnedDescriptor(adopting: try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK))
         } catch {
             throw ReseedError(.io, step: .readKey, path: path, errno: error, message: error == .noSuchFileOrDirectory ? "file not found" : "cannot open")
         }
-        defer { try? Syscalls.close(fd) }
+        let fd = file.raw
         let info: stat
         do {
             info = try Syscalls.fstat(fd)
@@ -199,19 +199,23 @@ enum ChannelKeyFile {
         let name = url.lastPathComponent
         try during(.writeKey, path: url.path) {
             let directory = try FileSystem().openDirectory(url.deletingLastPathComponent(), create: true)
-            let fd = try directory.createExclusive(name, mode: mode)
+            let file = try directory.createExclusive(name, mode: mode)
             do {
                 if exactly {
                     // A umask such as 0277 would leave a key its owner cannot read; set the mode before any byte is written.
-                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try Syscalls.fchmod(fd, mode) }
+                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try Syscalls.fchmod(file.raw, mode) }
                 }
-                try directory.write(contents, to: fd, name: name)
-                try directory.sync(fd, name: name)
-                try Syscalls.close(fd)
+                try directory.write(contents, to: file.raw, name: name)
+                try directory.sync(file.raw, name: name)
             } catch {
-                try? Syscalls.close(fd)
                 _ = try? directory.remove(name)
                 throw error
+            }
+            do throws(Errno) {
+                try file.close()
+            } catch {
+                _ = try? directory.remove(name)
+                throw FileSystemFailure(operation: "close", path: url.path, errno: error)
             }
             try directory.sync()
         }

@@ -103,27 +103,25 @@ public struct ChannelPublisher: Sendable {
             return false
         }
         let sourcePath = seed.fileURL.path
-        let source: Int32
+        let source: OwnedDescriptor
         do {
             source = try FileSystem.openRegularFile(sourcePath)
         } catch {
             throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .publish, path: sourcePath, errno: error.errno,
                               message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
         }
-        defer { try? Syscalls.close(source) }
         let temporary = Directory.temporaryName(for: file)
         do {
             let destination = try directory.createExclusive(temporary)
-            let copied: FileCopier.Result
-            do {
-                copied = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                    try FileCopier(hashing: true).copy(from: source, to: destination)
-                }
-                try directory.sync(destination, name: temporary)
-                try Syscalls.close(destination)
+            let (sourceFD, destinationFD) = (source.raw, destination.raw)
+            let copied = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
+                try FileCopier(hashing: true).copy(from: sourceFD, to: destinationFD)
+            }
+            try directory.sync(destination.raw, name: temporary)
+            do throws(Errno) {
+                try destination.close()
             } catch {
-                try? Syscalls.close(destination)
-                throw error
+                throw FileSystemFailure(operation: "close", path: directory.path(temporary), errno: error)
             }
             guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {
                 throw ReseedError(.verificationFailed, step: .publish, path: sourcePath, message:

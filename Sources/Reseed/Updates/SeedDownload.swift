@@ -61,8 +61,10 @@ struct SeedDownload: Sendable {
     ///   manifest, the partial file then removed.
     func run() async throws(ReseedError) -> Result {
         try removeOtherVersions()
-        let fd = try openPartial()
-        defer { try? Syscalls.close(fd) }
+        let file = try openPartial()
+        // The sink and the steps below use the number; `file` closes it when this call ends.
+        defer { withExtendedLifetime(file) {} }
+        let fd = file.raw
         var have = try during(.download, path: partialPath) {
             try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
         }
@@ -156,9 +158,9 @@ struct SeedDownload: Sendable {
     }
 
     /// The partial file, resumed when it is our own regular file, else created afresh (`O_EXCL`).
-    private func openPartial() throws(ReseedError) -> Int32 {
+    private func openPartial() throws(ReseedError) -> OwnedDescriptor {
         try during(.download, path: partialPath) {
-            if let fd = ownFile(partialName, flags: O_RDWR) { return fd }
+            if let file = ownFile(partialName, flags: O_RDWR) { return file }
             _ = try directory.remove(partialName)
             return try directory.createExclusive(partialName)
         }
@@ -166,21 +168,20 @@ struct SeedDownload: Sendable {
 
     /// Opens `name` (never following a link) when it is a regular file with exactly one link,
     /// owned by this process's user; nil otherwise, and when it cannot be opened at all.
-    private func ownFile(_ name: String, flags: Int32) -> Int32? {
+    private func ownFile(_ name: String, flags: Int32) -> OwnedDescriptor? {
         // O_NONBLOCK: a FIFO under this name must not block the open; it is refused just below.
-        guard let fd = try? Syscalls.openat(directory.fd, name, flags | O_NOFOLLOW | O_NONBLOCK) else { return nil }
-        guard let info = try? Syscalls.fstat(fd), (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
-            try? Syscalls.close(fd)
+        guard let raw = try? Syscalls.openat(directory.fd, name, flags | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+        let file = OwnedDescriptor(adopting: raw)
+        guard let info = try? Syscalls.fstat(file.raw), (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
             return nil
         }
-        return fd
+        return file
     }
 
     /// The validator kept beside the partial file, when it is our own file and one plausible header value.
     private func readValidator() -> String? {
-        guard let fd = ownFile(validatorName, flags: O_RDONLY) else { return nil }
-        defer { try? Syscalls.close(fd) }
-        guard let bytes = try? Syscalls.pread(fd, count: 1024, at: 0), !bytes.isEmpty,
+        guard let file = ownFile(validatorName, flags: O_RDONLY) else { return nil }
+        guard let bytes = try? Syscalls.pread(file.raw, count: 1024, at: 0), !bytes.isEmpty,
               bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -190,9 +191,8 @@ struct SeedDownload: Sendable {
     /// (the old name removed, then `O_EXCL`), never through a link someone left under its name.
     private func writeValidator(_ validator: String) {
         _ = try? directory.remove(validatorName)
-        guard let fd = try? directory.createExclusive(validatorName) else { return }
-        defer { try? Syscalls.close(fd) }
-        _ = try? Syscalls.writeAll(fd, Array(validator.utf8))
+        guard let file = try? directory.createExclusive(validatorName) else { return }
+        _ = try? Syscalls.writeAll(file.raw, Array(validator.utf8))
     }
 }
 
