@@ -2,11 +2,12 @@
 // reference, both measured here, in this process, interleaved so drift hits both alike.
 //
 //   ReseedBenchmarks uptodate SEED DATA_DIR ITERATIONS
-//   ReseedBenchmarks blocked SMALL_SEED LARGE_SEED DATA_DIR ROUNDS
+//   ReseedBenchmarks replace SMALL_SEED LARGE_SEED DATA_DIR ROUNDS
 //   ReseedBenchmarks install SEED WORK_DIR size|checksum ROUNDS
 import Foundation
 import GRDB
 import Reseed
+import Synchronization
 
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -40,7 +41,7 @@ func upToDate(seed: URL, dataDirectory: URL, iterations: Int) throws {
     for _ in 0..<iterations {
         ours.append(try time {
             let (pool, outcome) = try launcher.launch()
-            precondition(outcome.action == .upToDate)
+            guard outcome.action == .upToDate else { throw BenchmarkError(description: "the launch was not up to date: \(outcome.action)") }
             try readOneRow(pool)
             try pool.close()
         })
@@ -53,17 +54,29 @@ func upToDate(seed: URL, dataDirectory: URL, iterations: Int) throws {
     print("{\"ours\": \(median(ours)), \"reference\": \(median(bare)), \"iterations\": \(iterations)}")
 }
 
-/// Figure 6: time access is held during a live replace, small seed versus large, and a bare
-/// close + reopen of the pool.
-func blocked(small: URL, large: URL, dataDirectory: URL, rounds: Int) async throws {
+/// Figure 6: what a live replace costs the app's other work, small seed versus large.
+///
+/// - `small`/`large`: the longest wait of one `store.read` in any of 3 reader tasks that read in a
+///   loop while the replace runs (the median over rounds of each replace's longest): what an app's
+///   task feels, the gate's held time and the scheduling delay of the pool's threads together.
+/// - `smallBlocked`/`largeBlocked`: the replace's own `blockedFor` (the gate alone), and `reopen`,
+///   a bare checkpoint + close + reopen of the pool, its reference.
+///
+/// The readers run at `.medium` priority: on Linux that is the priority whose threads
+/// `DispatchQueue.global()` shares, where blocking work on the global queue stalls tasks.
+func replaceCost(small: URL, large: URL, dataDirectory: URL, rounds: Int) async throws {
     let smallSeed = try Seed(at: small)
     let largeSeed = try Seed(at: large)
     let store = try await LiveStore(launcher: Launcher(seed: small, dataDirectory: dataDirectory))
-    var smallBlocked: [Double] = []
-    var largeBlocked: [Double] = []
+    var smallWait: [Double] = [], largeWait: [Double] = []
+    var smallBlocked: [Double] = [], largeBlocked: [Double] = []
     for _ in 0..<rounds {
-        largeBlocked.append(seconds(try await store.replace(with: largeSeed).blockedFor))
-        smallBlocked.append(seconds(try await store.replace(with: smallSeed).blockedFor))
+        let largeRound = try await readersDuring(store, replacingWith: largeSeed)
+        largeWait.append(largeRound.longestWait)
+        largeBlocked.append(largeRound.blocked)
+        let smallRound = try await readersDuring(store, replacingWith: smallSeed)
+        smallWait.append(smallRound.longestWait)
+        smallBlocked.append(smallRound.blocked)
     }
     let path = store.storeURL.path
     var reopen: [Double] = []
@@ -78,7 +91,59 @@ func blocked(small: URL, large: URL, dataDirectory: URL, rounds: Int) async thro
             try again.close()
         })
     }
-    print("{\"small\": \(median(smallBlocked)), \"large\": \(median(largeBlocked)), \"reopen\": \(median(reopen)), \"rounds\": \(rounds)}")
+    print("{\"small\": \(median(smallWait)), \"large\": \(median(largeWait)), \"smallBlocked\": \(median(smallBlocked)), "
+        + "\"largeBlocked\": \(median(largeBlocked)), \"reopen\": \(median(reopen)), \"rounds\": \(rounds), "
+        + "\"each\": {\"small\": \(smallWait), \"large\": \(largeWait)}}")
+}
+
+/// Replaces the store with `seed` while 3 reader tasks read one row in a loop; returns the longest
+/// single read any of them waited, and the replace's `blockedFor`.
+func readersDuring(_ store: LiveStore, replacingWith seed: Seed) async throws -> (longestWait: Double, blocked: Double) {
+    let done = StopFlag()
+    return try await withThrowingTaskGroup(of: (Double, Double?).self) { group in
+        for _ in 0..<3 {
+            group.addTask(priority: .medium) {
+                let clock = ContinuousClock()
+                var longest: Duration = .zero
+                while !done.isSet {
+                    let start = clock.now
+                    _ = try await store.read { try String.fetchOne($0, sql: "SELECT label FROM item LIMIT 1") }
+                    longest = max(longest, clock.now - start)
+                }
+                return (seconds(longest), nil)
+            }
+        }
+        group.addTask(priority: .medium) {
+            let outcome = try await store.replace(with: seed)
+            done.set()
+            return (0, seconds(outcome.blockedFor))
+        }
+        var longest = 0.0
+        var blocked = Double.nan
+        for try await (wait, replaced) in group {
+            longest = max(longest, wait)
+            if let replaced { blocked = replaced }
+        }
+        return (longest, blocked)
+    }
+}
+
+/// Tells the reader tasks the replace is over.
+final class StopFlag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
+}
+
+/// Writes a line to stderr; a failure is ignored (the exit status says the run failed).
+func printError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+/// A benchmark run that went wrong: a step did not do what the figure assumes.
+struct BenchmarkError: Error, CustomStringConvertible {
+    var description: String
 }
 
 /// Runs a shell command line (the reference tools), failing loudly.
@@ -124,7 +189,9 @@ func install(seed: URL, work: URL, verification: Verification, rounds: Int) thro
         try startEven(reading: seedFile)
         ours.append(try time {
             let outcome = try Launcher(seed: seed, dataDirectory: data, configuration: configuration).prepare()
-            precondition(outcome.action == .installed && outcome.version == manifest.version)
+            guard outcome.action == .installed && outcome.version == manifest.version else {
+                throw BenchmarkError(description: "the launch did not install \(manifest.version): \(outcome.action) \(outcome.version)")
+            }
         })
         try FileManager.default.removeItem(at: data)
         let copy = work.appendingPathComponent("cp-\(round)").path
@@ -153,19 +220,19 @@ do {
     case "uptodate" where arguments.count == 4:
         let values = Array(arguments)
         try upToDate(seed: URL(fileURLWithPath: values[1]), dataDirectory: URL(fileURLWithPath: values[2]), iterations: Int(values[3]) ?? 1000)
-    case "blocked" where arguments.count == 5:
+    case "replace" where arguments.count == 5:
         let values = Array(arguments)
-        try await blocked(small: URL(fileURLWithPath: values[1]), large: URL(fileURLWithPath: values[2]),
+        try await replaceCost(small: URL(fileURLWithPath: values[1]), large: URL(fileURLWithPath: values[2]),
                           dataDirectory: URL(fileURLWithPath: values[3]), rounds: Int(values[4]) ?? 5)
     case "install" where arguments.count == 5:
         let values = Array(arguments)
         try install(seed: URL(fileURLWithPath: values[1]), work: URL(fileURLWithPath: values[2]),
                     verification: Verification(rawValue: values[3]) ?? .size, rounds: Int(values[4]) ?? 3)
     default:
-        FileHandle.standardError.write(Data("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | blocked SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS\n".utf8))
+        printError("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | replace SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS")
         exit(2)
     }
 } catch {
-    FileHandle.standardError.write(Data("ReseedBenchmarks: \(error)\n".utf8))
+    printError("ReseedBenchmarks: \(error)")
     exit(1)
 }

@@ -20,14 +20,17 @@ extension ReseedCommand {
         @Flag(help: "Print the diff as JSON on stdout.")
         var json = false
 
+        func validate() throws {
+            guard examples >= 0 else { throw ValidationError("--examples must be 0 or more") }
+        }
+
         func run() throws {
             try reportingErrors {
                 let diff = try SeedDiff.compare(old: fileURL(old), new: fileURL(new), exampleLimit: examples)
                 if json {
-                    FileHandle.standardOutput.write(try diff.jsonData())
-                    FileHandle.standardOutput.write(Data("\n".utf8))
+                    try Terminal.out(try diff.jsonData() + Data("\n".utf8))
                 } else {
-                    FileHandle.standardOutput.write(Data(diff.renderText().utf8))
+                    try Terminal.out(diff.renderText().utf8)
                 }
             }
         }

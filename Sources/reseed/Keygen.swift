@@ -31,14 +31,14 @@ extension ReseedCommand {
                 let publicURL = fileURL(publicKey)
                 let key = try ChannelPrivateKey.generate(privateKeyFile: privateURL, publicKeyFile: publicURL)
                 if json {
-                    Terminal.out(JSONOutput.object([
+                    try Terminal.out(JSONOutput.object([
                         ("privateKey", .string(privateURL.path)),
                         ("publicKey", .string(publicURL.path)),
                         ("publicKeyBase64", .string(key.publicKey.base64)),
                     ]).render(indent: nil))
                 } else {
-                    Terminal.out("Wrote the private key to \(privateURL.path) (mode 0600: keep it secret) and the public key to \(publicURL.path).")
-                    Terminal.out("Public key for the app: \(key.publicKey.base64)")
+                    try Terminal.out("Wrote the private key to \(privateURL.path) (mode 0600: keep it secret) and the public key to \(publicURL.path).")
+                    try Terminal.out("Public key for the app: \(key.publicKey.base64)")
                 }
             }
         }

@@ -57,13 +57,18 @@ extension ReseedCommand {
 
         @OptionGroup var logging: LoggingOptions
 
+        func validate() throws {
+            _ = try duration(lockTimeout, of: "--lock-timeout")
+            _ = try duration(busyTimeout, of: "--busy-timeout")
+        }
+
         func run() throws {
             try reportingErrors {
                 let project = try ProjectConfiguration.load()
                 var configuration = Launcher.Configuration()
                 configuration.verification = verify
-                configuration.lockTimeout = .milliseconds(Int64(lockTimeout * 1000))
-                configuration.busyTimeout = .milliseconds(Int64(busyTimeout * 1000))
+                configuration.lockTimeout = try duration(lockTimeout, of: "--lock-timeout")
+                configuration.busyTimeout = try duration(busyTimeout, of: "--busy-timeout")
                 configuration.preferencesURL = store.preferences.map(fileURL)
                 configuration.logger = logging.logger("reseed")
                 configuration.legacyStores = legacyStores.map { Launcher.LegacyStore(storeURL: fileURL($0)) }
@@ -77,7 +82,7 @@ extension ReseedCommand {
                     throw ReseedError(.database, step: .open, path: outcome.storeURL.path, databaseError: error,
                                       message: "the store opened but cannot be read")
                 }
-                Terminal.out(json ? Self.json(outcome) : Self.sentence(outcome))
+                try Terminal.out(json ? Self.json(outcome) : Self.sentence(outcome))
             }
         }
 

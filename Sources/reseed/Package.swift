@@ -38,9 +38,9 @@ extension ReseedCommand {
                 if Terminal.stderrIsTerminal { builder.progress = ProgressLine().report }
                 let result = try builder.build()
                 if json {
-                    FileHandle.standardOutput.write(result.manifest.encoded())
+                    try Terminal.out(result.manifest.encoded())
                 } else {
-                    Terminal.out("Built \(name) \(version): \(result.seedURL.path) (\(result.manifest.size) bytes, sha256 \(result.manifest.sha256))")
+                    try Terminal.out("Built \(name) \(version): \(result.seedURL.path) (\(result.manifest.size) bytes, sha256 \(result.manifest.sha256))")
                 }
             }
         }
@@ -48,8 +48,11 @@ extension ReseedCommand {
 }
 
 /// Rows and rows per second of a long data step, on one rewritten stderr line.
+///
+/// Progress is a diagnostic: once stderr cannot be written, it stops, and the build goes on.
 final class ProgressLine: Sendable {
     private let started = Mutex<ContinuousClock.Instant?>(nil)
+    private let output = ProgressOutput()
 
     func report(_ progress: SeedBuilder.Progress) {
         switch progress {
@@ -58,9 +61,9 @@ final class ProgressLine: Sendable {
         case .rows(let step, let rows, let done):
             let elapsed = started.withLock { start in start.map { ContinuousClock.now - $0 } } ?? .zero
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let rate = seconds > 0 ? Int(Double(rows) / seconds) : 0
-            FileHandle.standardError.write(Data("\r\(step.id): \(rows) rows, \(rate) rows/s   ".utf8))
-            if done { FileHandle.standardError.write(Data("\n".utf8)) }
+            // Formatted, not converted to Int: a rate over Int.max would trap.
+            let rate = String(format: "%.0f", seconds > 0 ? Double(rows) / seconds : 0)
+            output.write("\r\(step.id): \(rows) rows, \(rate) rows/s   " + (done ? "\n" : ""))
         }
     }
 }

@@ -30,7 +30,7 @@ extension ReseedCommand {
                 let published = try ChannelPublisher(channel: fileURL(channel), privateKey: key).publish(try Seed(at: fileURL(seed)))
                 let manifest = published.manifest
                 if json {
-                    Terminal.out(JSONOutput.object([
+                    try Terminal.out(JSONOutput.object([
                         ("name", .string(manifest.name)),
                         ("version", .string(manifest.version)),
                         ("file", .string(published.seedURL.path)),
@@ -40,7 +40,7 @@ extension ReseedCommand {
                         ("copied", .bool(published.copied)),
                     ]).render(indent: nil))
                 } else {
-                    Terminal.out("Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
+                    try Terminal.out("Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
                         + (published.copied ? "" : ", already there") + "), \(ChannelManifest.fileName) signed.")
                 }
             }

@@ -14,6 +14,42 @@ struct ReseedCommand: ParsableCommand {
             repository `reseed package` rebuilds the example and `reseed launch` installs it.
             """,
         subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self, Keygen.self, Publish.self, Update.self])
+
+    /// Parses and runs the command; every message, help text included, goes out through ``Terminal``,
+    /// so a full disk or a closed pipe is an exit status and a line on stderr, never a crash.
+    static func main() {
+        // A reader that went away is an EPIPE to report, not a signal that kills the process.
+        // `signal` fails only for an invalid signal number.
+        _ = signal(SIGPIPE, SIG_IGN)
+        let status: Int32
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+            status = ExitCode.success.rawValue
+        } catch {
+            status = report(error)
+        }
+        Foundation.exit(status)
+    }
+
+    /// Writes what ArgumentParser has to say about `error` (help on stdout, a usage error on
+    /// stderr) and returns the exit status.
+    static func report(_ error: any Error) -> Int32 {
+        let code = exitCode(for: error)
+        let text = fullMessage(for: error)
+        guard !text.isEmpty else { return code.rawValue }
+        if code == .success {
+            do throws(OutputError) {
+                try Terminal.out(text)
+            } catch {
+                Terminal.error("\(error)")
+                return ExitCode.failure.rawValue
+            }
+        } else {
+            Terminal.diagnostic(text + "\n")
+        }
+        return code.rawValue
+    }
 }
 
 /// Options every command that logs shares.
@@ -27,6 +63,21 @@ struct LoggingOptions: ParsableArguments {
         logger.logLevel = verbose ? .debug : .warning
         return logger
     }
+}
+
+/// The longest time an option in seconds may give: about 31 years, far more than any wait needs,
+/// and far less than a `Duration` of milliseconds holds.
+let longestDuration: Double = 1_000_000_000
+
+/// The `Duration` of `seconds` given for `option`.
+///
+/// - Throws: `ValidationError` for a value that is not a finite number from 0 (or more than 0) to
+///   ``longestDuration``: NaN, infinity and huge values, which would trap in the conversion.
+func duration(_ seconds: Double, of option: String, allowingZero: Bool = true) throws -> Duration {
+    guard seconds.isFinite, allowingZero ? seconds >= 0 : seconds > 0, seconds <= longestDuration else {
+        throw ValidationError("\(option) must be a number of seconds, \(allowingZero ? "from 0" : "more than 0") up to \(Int(longestDuration))")
+    }
+    return .milliseconds(Int64((seconds * 1000).rounded()))
 }
 
 /// Runs a command body; any error becomes one line on stderr and exit status 1.
@@ -49,7 +100,8 @@ func reportingErrors(_ body: () throws -> Void) throws {
 /// process started on, as an app's startup does); only the channel update is async.
 func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
     let done = DispatchSemaphore(value: 0)
-    let box = Mutex<Result<T, any Error>?>(nil)
+    // Replaced by the task's result before it signals.
+    let box = Mutex<Result<T, any Error>>(.failure(CancellationError()))
     Task {
         let result: Result<T, any Error>
         do { result = .success(try await work()) } catch { result = .failure(error) }
@@ -57,19 +109,5 @@ func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) thro
         done.signal()
     }
     done.wait()
-    guard let result = box.withLock({ $0 }) else { preconditionFailure("the task signalled without a result") }
-    return try result.get()
-}
-
-/// The process's standard streams.
-enum Terminal {
-    static func out(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    static func error(_ line: String) {
-        FileHandle.standardError.write(Data(("reseed: " + line + "\n").utf8))
-    }
-
-    static var stderrIsTerminal: Bool { isatty(2) == 1 }
+    return try box.withLock { $0 }.get()
 }

@@ -42,7 +42,7 @@ extension ReseedCommand {
                 case .tooLarge: "tooLarge"
                 }
                 if json {
-                    Terminal.out(JSONOutput.object([
+                    try Terminal.out(JSONOutput.object([
                         ("name", .string(storeName)),
                         ("recordedVersion", .optional(recorded)),
                         ("source", .optional(source?.rawValue)),
@@ -56,10 +56,10 @@ extension ReseedCommand {
                     ]).render(indent: nil))
                     return
                 }
-                Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
-                Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
-                Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
-                if let matches { Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
+                try Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
+                try Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
+                try Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
+                if let matches { try Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
             }
         }
     }

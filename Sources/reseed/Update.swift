@@ -38,11 +38,16 @@ extension ReseedCommand {
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
+            _ = try channelURL()
+            _ = try duration(timeout, of: "--timeout", allowingZero: false)
+            _ = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
+        }
+
+        func channelURL() throws -> URL {
             guard let url = URL(string: channel), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
                 throw ValidationError("--channel must be an http or https URL, such as https://cdn.example.com/triage/")
             }
-            guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
-            guard manifestDeadline > 0 else { throw ValidationError("--manifest-deadline must be more than 0 seconds") }
+            return url
         }
 
         func run() throws {
@@ -54,20 +59,21 @@ extension ReseedCommand {
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),
                                         configuration: launcherConfiguration)
                 var configuration = ChannelUpdater.Configuration()
-                configuration.timeout = .milliseconds(Int64(timeout * 1000))
-                configuration.manifestDeadline = .milliseconds(Int64(manifestDeadline * 1000))
+                configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
+                configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
                 configuration.allowsDowngrade = allowDowngrade
                 if Terminal.stderrIsTerminal {
+                    let output = ProgressOutput()
                     configuration.progress = { done, total in
-                        FileHandle.standardError.write(Data("\rdownloading: \(done * 100 / max(total, 1))% of \(total) bytes   ".utf8))
-                        if done == total { FileHandle.standardError.write(Data("\n".utf8)) }
+                        let percent = Int(Double(done) * 100 / Double(max(total, 1)))
+                        output.write("\rdownloading: \(percent)% of \(total) bytes   " + (done == total ? "\n" : ""))
                     }
                 }
-                let channelURL = URL(string: channel)!   // checked in validate()
+                let channelURL = try self.channelURL()
                 let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
                                              launcher: launcher, configuration: configuration)
                 let outcome = try waitFor { try await updater.update() }
-                Terminal.out(json ? Self.json(outcome, channel: channelURL) : Self.sentence(outcome, channel: channelURL))
+                try Terminal.out(json ? Self.json(outcome, channel: channelURL) : Self.sentence(outcome, channel: channelURL))
             }
         }
 

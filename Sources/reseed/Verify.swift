@@ -21,7 +21,7 @@ extension ReseedCommand {
             try reportingErrors {
                 let report = try SeedVerifier(seed: fileURL(seed)).verify(migrations: migrations.map(fileURL))
                 if json {
-                    Terminal.out(JSONOutput.object([
+                    try Terminal.out(JSONOutput.object([
                         ("seed", .string(report.seed)),
                         ("name", .string(report.name)),
                         ("version", .string(report.version)),
@@ -31,9 +31,9 @@ extension ReseedCommand {
                         })),
                     ]).render(indent: nil))
                 } else if report.isClean {
-                    Terminal.out("\(report.name) \(report.version) verified: \(report.seed)")
+                    try Terminal.out("\(report.name) \(report.version) verified: \(report.seed)")
                 } else {
-                    for finding in report.findings { Terminal.out("\(finding.kind.rawValue): \(finding.message)") }
+                    for finding in report.findings { try Terminal.out("\(finding.kind.rawValue): \(finding.message)") }
                 }
                 if !report.isClean {
                     Terminal.error("\(report.findings.count) finding\(report.findings.count == 1 ? "" : "s") in \(report.seed)")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Reseed
 
 /// The built `reseed` executable, run as a real process.
 enum ReseedBinary {
@@ -26,15 +27,23 @@ enum ReseedBinary {
     }
 
     /// Starts `reseed arguments…` in `directory`; stdout and stderr are read concurrently, so neither pipe can fill and block it.
-    static func start(_ arguments: [String], in directory: URL? = nil, executable: URL = url, prefix: [String] = []) throws -> Running {
+    ///
+    /// `standardOutput` or `standardError`, when given, replace that pipe (`/dev/full`, a pipe already
+    /// closed): the result then has no text for it. `environment` is added to this process's.
+    static func start(_ arguments: [String], in directory: URL? = nil, executable: URL = url, prefix: [String] = [],
+                      standardOutput: FileHandle? = nil, standardError: FileHandle? = nil,
+                      environment: [String: String] = [:]) throws -> Running {
         let process = Process()
         process.executableURL = prefix.isEmpty ? executable : URL(fileURLWithPath: prefix[0])
         process.arguments = prefix.isEmpty ? arguments : Array(prefix.dropFirst()) + [executable.path] + arguments
         if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let out = standardOutput == nil ? Pipe() : nil
+        let err = standardError == nil ? Pipe() : nil
+        process.standardOutput = out ?? standardOutput
+        process.standardError = err ?? standardError
         process.standardInput = FileHandle.nullDevice
         let running = Running(process: process, out: out, err: err)
         try process.run()
@@ -49,23 +58,29 @@ enum ReseedBinary {
     final class Running: @unchecked Sendable {
         // @unchecked: the collected data is written by one reader thread each and read only after both signalled the group.
         let process: Process
-        private let out: Pipe
-        private let err: Pipe
+        private let out: Pipe?
+        private let err: Pipe?
         private let group = DispatchGroup()
         private var outData = Data()
         private var errData = Data()
 
-        init(process: Process, out: Pipe, err: Pipe) {
+        init(process: Process, out: Pipe?, err: Pipe?) {
             self.process = process
             self.out = out
             self.err = err
         }
 
+        /// Reads each pipe to its end on a thread of its own: a read that blocks for the whole run
+        /// on `DispatchQueue.global()` would hold a thread the tests' async tasks need.
         func startReading() {
-            group.enter()
-            DispatchQueue.global().async { self.outData = self.out.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
-            group.enter()
-            DispatchQueue.global().async { self.errData = self.err.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+            if let out {
+                group.enter()
+                startDetachedThread("test-stdout") { self.outData = out.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+            }
+            if let err {
+                group.enter()
+                startDetachedThread("test-stderr") { self.errData = err.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+            }
         }
 
         func kill() {

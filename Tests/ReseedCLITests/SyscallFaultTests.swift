@@ -195,7 +195,9 @@ struct UpgradeScenario {
     /// `limit` is killed with the process it traces, and reported.
     func traced(_ straceArguments: [String], limit: Double = 120) throws -> TracedRun {
         let trace = sandbox.appending("run.trace")
-        let running = try ReseedBinary.start(arguments, prefix: [strace, "-f", "-qq", "-y", "-o", trace.path] + straceArguments)
+        // The runtime's backtracer can hang under a tracer: a crash must end the run, as a signal.
+        let running = try ReseedBinary.start(arguments, prefix: [strace, "-f", "-qq", "-y", "-o", trace.path] + straceArguments,
+                                             environment: ["SWIFT_BACKTRACE": "enable=no"])
         let watchdog = Watchdog(pid: running.process.processIdentifier)
         DispatchQueue.global().asyncAfter(deadline: .now() + limit) { watchdog.fire() }
         let result = running.wait()

@@ -105,11 +105,8 @@ package struct FileCopier: Sendable {
         Syscalls.startWriteback(destination, from: 0, count: Int64(first))
         let copied = CopyProgress(first)
         progress?(Int64(first))
-        let hashed = DispatchGroup()
-        let digest = Mutex<Swift.Result<String, Errno>?>(nil)
-        DispatchQueue.global().async(group: hashed) {
-            digest.withLock { $0 = Self.hashWhileCopied(destination, copied) }
-        }
+        // The hasher's own thread: never one of the few the app's async tasks run on.
+        let hasher = BlockingThread.start("reseed-hash") { Self.hashWhileCopied(destination, copied) }
         var total = Int64(first)
         var failure: Errno?
         if first > 0 {
@@ -128,10 +125,9 @@ package struct FileCopier: Sendable {
             }
         }
         copied.finish()
-        hashed.wait()
+        let digest = hasher.join()
         if let failure { throw failure }
-        guard let result = digest.withLock({ $0 }) else { return nil }
-        return Result(bytes: total, method: .copyFileRangeHashingCopy, sha256: try result.get())
+        return Result(bytes: total, method: .copyFileRangeHashingCopy, sha256: try digest.get())
     }
 
     /// Hashes `file` from its start as far as `copied` says the copy has gone, until it is finished.

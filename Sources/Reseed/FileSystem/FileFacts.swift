@@ -25,16 +25,11 @@ package struct FileFacts: Sendable {
         let digest: (bytes: Int64, sha256: String)
         if let directory, let name {
             // fsync on another thread while this one hashes (from the page cache): on 2 cores, one costs nothing.
-            let synced = DispatchGroup()
-            let failure = Mutex<(any Error)?>(nil)
-            DispatchQueue.global().async(group: synced) {
-                do { try directory.sync(fd, name: name) } catch { failure.withLock { $0 = error } }
-            }
+            let syncer = BlockingThread.start("reseed-fsync") { Result { () throws in try directory.sync(fd, name: name) } }
             let hashed = Result { () throws(FileSystemFailure) in
                 try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(fd) }
             }
-            synced.wait()
-            if let error = failure.withLock({ $0 }) { throw error }
+            try syncer.join().get()
             digest = try hashed.get()
         } else {
             digest = try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(fd) }

@@ -63,7 +63,7 @@ extension LiveStore {
         checking.configuration.verification = .checksum
         checking.configuration.progress = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
         let verifying = checking
-        let prepared = try await offload { () throws(ReseedError) in try Self.copyBeside(seed, launcher: verifying) }
+        let prepared = try await offload("reseed-replace") { () throws(ReseedError) in try Self.copyBeside(seed, launcher: verifying) }
         defer { prepared.lock.release() }
 
         await noticeObservers(of: seed.manifest.version)
@@ -71,7 +71,7 @@ extension LiveStore {
         let clock = ContinuousClock()
         let blockedSince = clock.now
         await gate.enterExclusive()
-        let swapped = await offload { () -> Result<String?, ReseedError> in
+        let swapped = await offload("reseed-swap") { () -> Result<String?, ReseedError> in
             Result { () throws(ReseedError) in try self.swapClosed(prepared) }
         }
         await gate.exitExclusive()

@@ -130,16 +130,6 @@ public final class LiveStore: Sendable {
     }
 }
 
-/// Runs blocking file or database work on a thread outside Swift's cooperative pool.
-func offload<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
-    let result: Result<T, E> = await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            continuation.resume(returning: Result { () throws(E) in try body() })
-        }
-    }
-    return try result.get()
-}
-
 /// Runs async jobs one at a time, in the order they were submitted.
 actor AsyncSerialQueue {
     private var busy = false

@@ -151,7 +151,7 @@ public struct ChannelUpdater: Sendable {
                               message: "the channel offers the store '\(manifest.name)'; this store is '\(context.name)'")
         }
         if manifest.version == baseline {
-            try remember(fetched, version: manifest.version, in: context)
+            try await offload { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
             return outcome
         }
         guard configuration.allowsDowngrade || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
@@ -177,11 +177,14 @@ public struct ChannelUpdater: Sendable {
             try await install(seed)
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
-            if error.code == .verificationFailed { download.removeFiles() }
+            if error.code == .verificationFailed { await offload { download.removeFiles() } }
             throw error
         }
-        download.removeFiles()
-        try remember(fetched, version: manifest.version, in: context)
+        // Removing the download and recording the validators (an fsync) on a thread of their own.
+        try await offload { () throws(ReseedError) in
+            download.removeFiles()
+            try self.remember(fetched, version: manifest.version, in: context)
+        }
         logger.info("installed the channel's seed", metadata: ["version": "\(manifest.version)", "bytes": "\(downloaded.received)"])
         outcome.action = .updated
         outcome.version = manifest.version

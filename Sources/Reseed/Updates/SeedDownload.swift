@@ -112,7 +112,8 @@ struct SeedDownload: Sendable {
                                   message: "the server ended the file after \(have) of \(manifest.size) bytes; the next try resumes")
             }
         }
-        try verify(fd)
+        // Hashing the whole seed (and the fsync before) on a thread of its own, not the app's few pool threads.
+        try await offload("reseed-verify") { () throws(ReseedError) in try self.verify(fd) }
         return Result(file: partialName, received: received, resumedFrom: resumedFrom)
     }
 

@@ -1,7 +1,8 @@
 import Dispatch
+import Reseed
 import Synchronization
 
-/// Parses a CSV file ahead, on another thread, in batches of records, while the caller inserts:
+/// Parses a CSV file ahead, on a thread of its own, in batches of records, while the caller inserts:
 /// on 2 cores the parsing costs no time beside SQLite's single-threaded insertion.
 final class CSVReadAhead: Sendable {
     /// Records parsed in one go: their fields, `columns` at a time, and the line each starts on.
@@ -30,7 +31,7 @@ final class CSVReadAhead: Sendable {
     init(_ parser: CSVParser, columns: Int) {
         let source = ParserBox(parser)
         finished.enter()
-        DispatchQueue.global().async { [self] in
+        startDetachedThread("reseed-csv") { [self] in
             produce(source, columns: columns)
             finished.leave()
         }

@@ -1,30 +1,11 @@
-import Dispatch
-import Synchronization
+import Reseed
 
-/// Runs `background` on another thread while `foreground` runs on this one, and returns both
+/// Runs `background` on a thread of its own while `foreground` runs on this one, and returns both
 /// results: on 2 cores, hashing or checking beside SQLite's single-threaded work is free time.
 func concurrently<A: Sendable, B>(
     _ background: @escaping @Sendable () throws -> A, _ foreground: () throws -> B
 ) throws -> (A, B) {
-    let box = ResultBox<A>()
-    let group = DispatchGroup()
-    group.enter()
-    DispatchQueue.global().async {
-        box.set(Result { try background() })
-        group.leave()
-    }
+    let thread = BlockingThread.start("reseed-build") { Result { try background() } }
     let foregroundResult = Result { try foreground() }
-    group.wait()
-    return (try box.get(), try foregroundResult.get())
-}
-
-private final class ResultBox<A: Sendable>: Sendable {
-    private let value = Mutex<Result<A, any Error>?>(nil)
-
-    func set(_ result: Result<A, any Error>) { value.withLock { $0 = result } }
-
-    func get() throws -> A {
-        guard let result = value.withLock({ $0 }) else { preconditionFailure("read before the background work finished") }
-        return try result.get()
-    }
+    return (try thread.join().get(), try foregroundResult.get())
 }
