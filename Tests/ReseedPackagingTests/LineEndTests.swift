@@ -70,6 +70,13 @@ import Testing
         #expect(try crlf.build().manifest.sha256 == built.manifest.sha256)
     }
 
+    /// Released checksums stay what they were: SHA-256 of the LF form, in lowercase hex.
+    @Test func checksumOfOtherLineEndsIsTheSHA256OfTheLFForm() {
+        let lf = "770423513bd0765c18e500000baec91976bcd8267a245437b32572665c6ac370"   // sha256sum of "a\n\nb\n"
+        #expect(MigrationStep.checksum(of: Array("a\n\nb\n".utf8)) == lf)
+        #expect(MigrationStep.checksum(of: Array("\u{FEFF}a\r\n\rb\r\n".utf8)) == lf)
+    }
+
     /// Whatever bytes a step holds, its checksum is the SHA-256 of what the build reads of it
     /// (``MigrationStep/normalized(_:)``); so equal checksums mean equal input to every step.
     @Test(.timeLimit(.minutes(10)))
@@ -80,7 +87,7 @@ import Testing
         for _ in 0..<10_000 {
             let bytes = (0..<rng.draw(0..<40)).map { _ in rng.draw(alphabet) }
             let normalized = MigrationStep.normalized(bytes)
-            let hash = SHA256.hash(data: normalized).map { String(format: "%02x", $0) }.joined()
+            let hash = lowercaseHex(SHA256.hash(data: normalized))
             failures.check(MigrationStep.checksum(of: bytes) == hash, "checksum is not the hash of the normalised bytes: \(FuzzFailures.shown(bytes))")
             failures.check(!normalized.contains(0x0D), "a CR survived: \(FuzzFailures.shown(bytes))")
         }

@@ -57,7 +57,7 @@ public struct MigrationStep: Sendable, Hashable {
         content.withUnsafeBytes { bytes in
             forEachNormalizedRun(bytes) { hasher.update(bufferPointer: $0) }
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return lowercaseHex(hasher.finalize())
     }
 
     /// The content as a build reads it and ``checksum(of:)`` hashes it: a UTF-8 BOM at the start
@@ -99,4 +99,16 @@ public struct MigrationStep: Sendable, Hashable {
             throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
         }
     }
+}
+
+/// `bytes` as lowercase hexadecimal, two digits a byte.
+func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits: [UInt8] = Array("0123456789abcdef".utf8)
+    var hex: [UInt8] = []
+    hex.reserveCapacity(64)
+    for byte in bytes {
+        hex.append(digits[Int(byte >> 4)])
+        hex.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: hex, as: UTF8.self)
 }
