@@ -78,7 +78,8 @@ import Testing
     }
 
     /// Whatever bytes a step holds, its checksum is the SHA-256 of what the build reads of it
-    /// (``MigrationStep/normalized(_:)``); so equal checksums mean equal input to every step.
+    /// (``MigrationStep/normalized(_:)``), read whole or in pieces; so equal checksums mean equal
+    /// input to every step.
     @Test(.timeLimit(.minutes(10)))
     func checksumIsTheSHA256OfWhatTheBuildReads() {
         var rng = SplitMix64(seed: 0x5EED_0E01)
@@ -90,7 +91,33 @@ import Testing
             let hash = lowercaseHex(SHA256.hash(data: normalized))
             failures.check(MigrationStep.checksum(of: bytes) == hash, "checksum is not the hash of the normalised bytes: \(FuzzFailures.shown(bytes))")
             failures.check(!normalized.contains(0x0D), "a CR survived: \(FuzzFailures.shown(bytes))")
+            // Fed in pieces, as a file is read: the same bytes whatever the cuts.
+            var normalizer = LineEndNormalizer()
+            var pieces: [UInt8] = []
+            var start = 0
+            while start < bytes.count {
+                let end = min(bytes.count, start + rng.draw(0..<5))
+                bytes[start..<end].withUnsafeBytes { normalizer.feed($0) { pieces += $0 } }
+                start = end
+            }
+            normalizer.finish { pieces += $0 }
+            failures.check(pieces == normalized, "fed in pieces, \(pieces) instead of \(normalized): \(FuzzFailures.shown(bytes))")
         }
         #expect(failures.count == 0, "\(failures.summary)")
+    }
+}
+
+extension LineEndTests {
+    /// The file is hashed as read a chunk at a time, across chunk boundaries (a CR ending one
+    /// 1 MiB chunk, its LF starting the next), as the bytes are hashed whole.
+    @Test func checksumOfTheFileIsTheChecksumOfItsBytes() throws {
+        let sandbox = try MigrationsSandbox()
+        var bytes: [UInt8] = [0xEF, 0xBB, 0xBF] + Array(repeating: UInt8(ascii: "a"), count: (1 << 20) - 4) + [0x0D, 0x0A, 0x0D]
+        bytes += Array("b\r\n".utf8)
+        let url = sandbox.migrations.appendingPathComponent("0001_big.sql")
+        try Data(bytes).write(to: url)
+        let step = try #require(MigrationStep(url: url))
+        #expect(try step.checksum() == MigrationStep.checksum(of: bytes))
+        #expect(try step.checksum() == MigrationStep.checksum(of: Array(repeating: UInt8(ascii: "a"), count: (1 << 20) - 4) + Array("\n\nb\n".utf8)))
     }
 }

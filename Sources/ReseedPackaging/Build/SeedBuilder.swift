@@ -156,9 +156,10 @@ public struct SeedBuilder: Sendable {
             for step in folder.steps {
                 progress?(.step(step))
                 let bytes = try step.contents()
-                // The step's checksum is computed beside the load, on the other core.
+                // The step's checksum is computed beside the load, on the other core, from reads of the
+                // file rather than from the mapping: a step rejected after 64 MiB is not all brought in.
                 let (checksum, _) = try packaging(path: step.url.path) {
-                    try concurrently({ MigrationStep.checksum(of: bytes) }, { try run(step, bytes: bytes, in: queue) })
+                    try concurrently({ try step.checksum() }, { try run(step, bytes: bytes, in: queue) })
                 }
                 recorded.append(SeedManifest.Step(id: step.id, checksum: checksum))
             }

@@ -54,9 +54,9 @@ public struct MigrationStep: Sendable, Hashable {
     /// A CR can still reach a seed, written as data: `char(13)` in SQL, `"\r"` in JSON.
     public static func checksum(of content: some ContiguousBytes) -> String {
         var hasher = SHA256()
-        content.withUnsafeBytes { bytes in
-            forEachNormalizedRun(bytes) { hasher.update(bufferPointer: $0) }
-        }
+        var normalizer = LineEndNormalizer()
+        content.withUnsafeBytes { normalizer.feed($0) { hasher.update(bufferPointer: $0) } }
+        normalizer.finish { hasher.update(bufferPointer: $0) }
         return lowercaseHex(hasher.finalize())
     }
 
@@ -67,28 +67,34 @@ public struct MigrationStep: Sendable, Hashable {
     /// MigrationStep.normalized(Array("\u{FEFF}a\r\nb\rc\n".utf8)) == Array("a\nb\nc\n".utf8)   // true
     /// ```
     public static func normalized(_ content: some ContiguousBytes) -> [UInt8] {
+        var out: [UInt8] = []
+        var normalizer = LineEndNormalizer()
         content.withUnsafeBytes { bytes in
-            var out: [UInt8] = []
             out.reserveCapacity(bytes.count)
-            forEachNormalizedRun(bytes) { out.append(contentsOf: $0) }
-            return out
+            normalizer.feed(bytes) { out.append(contentsOf: $0) }
         }
+        normalizer.finish { out.append(contentsOf: $0) }
+        return out
     }
 
-    /// Calls `body` with the normalised content, in runs: the bytes between carriage returns whole,
-    /// and an LF for each CR or CRLF.
-    private static func forEachNormalizedRun(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
-        var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-        let lineFeed: StaticString = "\n"
-        let lf = UnsafeRawBufferPointer(start: lineFeed.utf8Start, count: 1)
-        // memchr: the search runs at memory speed, in a debug build too.
-        while let base = bytes.baseAddress, start < bytes.count, let found = memchr(base + start, 0x0D, bytes.count - start) {
-            let cr = base.distance(to: UnsafeRawPointer(found))
-            body(UnsafeRawBufferPointer(rebasing: bytes[start..<cr]))
-            body(lf)
-            start = cr + 1 < bytes.count && bytes[cr + 1] == 0x0A ? cr + 2 : cr + 1
+    /// ``checksum(of:)`` of the step's file, read a chunk at a time: memory stays small whatever the
+    /// file's size (a build that rejects a step after 64 MiB does not hash it from a mapping of all of it).
+    ///
+    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read.
+    public func checksum() throws(PackagingError) -> String {
+        do {
+            let file = try FileHandle(forReadingFrom: url)
+            defer { try? file.close() }
+            var hasher = SHA256()
+            var normalizer = LineEndNormalizer()
+            while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
+                chunk.withUnsafeBytes { normalizer.feed($0) { hasher.update(bufferPointer: $0) } }
+            }
+            normalizer.finish { hasher.update(bufferPointer: $0) }
+            return lowercaseHex(hasher.finalize())
+        } catch {
+            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
         }
-        body(UnsafeRawBufferPointer(rebasing: bytes[start...]))
     }
 
     /// Reads the step's file.
