@@ -149,3 +149,23 @@ import Testing
         #expect(excerpt("short") == "short")
     }
 }
+
+extension StepLimitsTests {
+    /// A wide table's batches hold fewer records (memory is bounded by fields, not records): every row
+    /// still loads once, across batch and group ends.
+    @Test func wideTableLoadsEveryRowAcrossSmallerBatches() throws {
+        let columns = 1_000
+        let perBatch = CSVReadAhead.records(perBatchFor: columns)
+        #expect(perBatch * columns <= CSVReadAhead.fieldsPerBatch && perBatch < CSVReadAhead.batchSize)
+        let schema = "CREATE TABLE wide (" + (0..<columns).map { "c\($0) INTEGER" }.joined(separator: ", ") + ");"
+        let rows = 2 * perBatch + 7
+        let csv = (0..<columns).map { "c\($0)" }.joined(separator: ",") + "\n"
+            + (1...rows).map { row in "\(row)," + Array(repeating: "1", count: columns - 1).joined(separator: ",") + "\n" }.joined()
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": schema, "0002_wide.csv": csv])
+        let result = try sandbox.build()
+        let totals = try sandbox.read(result) { try Row.fetchOne($0, sql: "SELECT count(*), sum(c0), sum(c999) FROM wide") }
+        #expect(totals?[0] as Int? == rows)
+        #expect(totals?[1] as Int? == rows * (rows + 1) / 2)
+        #expect(totals?[2] as Int? == rows)
+    }
+}
