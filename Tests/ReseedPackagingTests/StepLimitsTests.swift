@@ -119,13 +119,14 @@ import Testing
     }
 
     /// Each step kind, with an error that quotes a 100 KB piece of the input: the message keeps the
-    /// piece's start and end, and stays short.
+    /// piece's start and end, and stays short and on one line.
     @Test(arguments: [
         ("0002_item.csv", "id," + String(repeating: "c", count: 100_000) + "\n1,2\n", 1, "header names column 'ccc"),
         ("0002_item.json", "[\n{\"" + String(repeating: "k", count: 100_000) + "\": 1}]", 2, "element 0 has key 'kkk"),
         ("0002_item.json", "[\n{\"price\": 1" + String(repeating: "0", count: 100_000) + "}]", 2, "element 0: number 1000"),
         ("0002_more.sql", "SELECT 1;\nSELECT '" + String(repeating: "s", count: 100_000), 2, "unrecognized token: \"'sss"),
         ("0002_more.sql", "SELECT 1;\n\nSELECT " + String(repeating: "q", count: 100_000) + ";", 3, "no such column: qqq"),
+        ("0002_more.sql", "SELECT 1;\nSELECT 'a\n" + String(repeating: "line\n", count: 20_000), 2, "unrecognized token: \"'a\\nline\\n"),
     ])
     func errorsQuoteAtMostAFewHundredBytesOfTheInput(file: String, content: String, line: Int, start: String) throws {
         let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, file: content])
@@ -135,6 +136,7 @@ import Testing
         #expect(error.message.hasPrefix(start) || error.message.contains(start), "\(error.message)")
         #expect(error.message.contains("bytes]…"), "\(error.message)")
         #expect(error.description.utf8.count < 600, "\(error.description.utf8.count) bytes")
+        #expect(!error.description.contains("\n"), "one line: \(error.description)")
     }
 
     /// The cut keeps whole characters and writes control characters escaped, on one line.

@@ -226,9 +226,9 @@ public struct SeedBuilder: Sendable {
                         do {
                             try db.execute(sql: statement.sql)
                         } catch let error as DatabaseError {
-                            // SQLite's message may quote a whole token: a string literal can be a gigabyte.
+                            // SQLite's message may quote a whole token (a string literal can be a gigabyte, and span lines).
                             throw PackagingError(.sqlFailed, path: path, line: statement.line,
-                                                 message: excerpt(error.message ?? "\(error.resultCode)", limit: 400, escaping: false), databaseError: error)
+                                                 message: excerpt(error.message ?? "\(error.resultCode)", limit: 400), databaseError: error)
                         }
                     }
                 case .csv:
