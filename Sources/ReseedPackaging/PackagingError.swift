@@ -49,11 +49,16 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         public static let database = Code(rawValue: "database")
     }
 
+    /// The most bytes a message keeps (``maxMessageBytes``, 1 KiB): an error quotes its input,
+    /// and an input can be a gigabyte long.
+    public static let maxMessageBytes = 1024
+
     public var code: Code
     /// The file concerned (a step, a seed, a folder).
     public var path: String?
     /// The 1-based line in ``path``, when one is known.
     public var line: Int?
+    /// What went wrong; at most ``maxMessageBytes`` (the middle of a longer one is cut out).
     public var message: String
     /// The underlying SQLite error.
     public var databaseError: DatabaseError?
@@ -65,7 +70,7 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         self.code = code
         self.path = path
         self.line = line
-        self.message = message
+        self.message = excerpt(message, limit: Self.maxMessageBytes, escaping: false)
         self.databaseError = databaseError
         self.errno = errno
     }
@@ -85,11 +90,43 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         switch error {
         case let error as PackagingError: error
         case let error as DatabaseError:
-            PackagingError(.database, path: path, line: line, message: error.message ?? "\(error)", databaseError: error)
+            // Not `"\(error)"`, which quotes the whole SQL.
+            PackagingError(.database, path: path, line: line, message: error.message ?? "SQLite error \(error.resultCode)", databaseError: error)
         case let error as ReseedError:
             PackagingError(.io, path: error.path ?? path, line: line, message: error.message, errno: error.errno)
         default:
             PackagingError(.io, path: path, line: line, message: "\(error)")
         }
     }
+}
+
+/// At most about `limit` bytes of `text`: its start and its end around `…[N bytes]…` when it is longer,
+/// cut between characters. What an error quotes of a step's input, so that a gigabyte-long field or
+/// token makes a message of a few hundred bytes. With `escaping`, control characters are written
+/// `\n`, `\r`, `\t` or `\u{…}`, so the quote stays on the message's one line.
+func excerpt(_ text: String, limit: Int = 200, escaping: Bool = true) -> String {
+    let utf8 = text.utf8
+    func escaped(_ part: Substring.UTF8View) -> String {
+        let part = String(Substring(part))
+        guard escaping else { return part }
+        var out = ""
+        for scalar in part.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+    guard utf8.count > limit else { return escaped(utf8[...]) }
+    // UTF-8 continuation bytes are 0b10xxxxxx: a cut moves off them to a character's start.
+    func isContinuation(_ index: String.Index) -> Bool { index < utf8.endIndex && utf8[index] & 0xC0 == 0x80 }
+    var headEnd = utf8.index(utf8.startIndex, offsetBy: limit * 3 / 4)
+    while headEnd > utf8.startIndex, isContinuation(headEnd) { utf8.formIndex(before: &headEnd) }
+    var tailStart = utf8.index(utf8.endIndex, offsetBy: -(limit / 4))
+    while isContinuation(tailStart) { utf8.formIndex(after: &tailStart) }
+    return escaped(utf8[..<headEnd]) + "…[\(utf8.count) bytes]…" + escaped(utf8[tailStart...])
 }

@@ -13,48 +13,51 @@ import Testing
             switch scalar {
             case "\"": out += "\\\""
             case "\\": out += "\\\\"
-            case _ where scalar.value < 0x20 || rng.chance(0.1):
+            case _ where scalar.value < 0x20 || rng.percent(10):
                 let value = scalar.value
                 let units = value >= 0x1_0000 ? [0xD800 + ((value - 0x1_0000) >> 10), 0xDC00 + ((value - 0x1_0000) & 0x3FF)] : [value]
-                for unit in units { out += String(format: "\\u%04x", unit) }
+                for unit in units {
+                    let hex = String(unit, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
             default: out.unicodeScalars.append(scalar)
             }
         }
         return out + "\""
     }
 
-    static func whitespace(_ rng: inout SplitMix64) -> String { rng.pick(["", "", " ", "\n", "\r\n", "\t"]) }
+    static func whitespace(_ rng: inout SplitMix64) -> String { rng.draw(["", "", " ", "\n", "\r\n", "\t"]) }
 
     /// Nested JSON text with inner whitespace but none around it: a nested value is stored as exactly this text.
     static func nested(_ rng: inout SplitMix64, depth: Int = 0) -> String {
         var parts: [String] = []
-        for _ in 0..<rng.int(0..<4) {
-            if depth < 3, rng.chance(0.3) {
+        for _ in 0..<rng.draw(0..<4) {
+            if depth < 3, rng.percent(30) {
                 parts.append(nested(&rng, depth: depth + 1))
             } else {
                 let text = rng.text(maxScalars: 5)
                 let leaves = ["1", "-2.5e3", "null", "true", quoted(text, &rng)]
-                parts.append(rng.pick(leaves))
+                parts.append(rng.draw(leaves))
             }
         }
         let separator = whitespace(&rng) + "," + whitespace(&rng)
-        if rng.chance(0.5) { return "[" + whitespace(&rng) + parts.joined(separator: separator) + whitespace(&rng) + "]" }
+        if rng.percent(50) { return "[" + whitespace(&rng) + parts.joined(separator: separator) + whitespace(&rng) + "]" }
         return "{" + parts.enumerated().map { "\"k\($0.offset)\":" + $0.element }.joined(separator: separator) + "}"
     }
 
     /// A JSON value and the cell its documented mapping stores.
     static func value(_ rng: inout SplitMix64) -> (text: String, cell: Cell) {
-        switch rng.int(0..<9) {
+        switch rng.draw(0..<9) {
         case 0: return ("null", .null)
-        case 1: return rng.chance(0.5) ? ("true", .integer(1)) : ("false", .integer(0))
+        case 1: return rng.percent(50) ? ("true", .integer(1)) : ("false", .integer(0))
         case 2:
-            let integer = Int64.random(in: .min ... .max, using: &rng) >> rng.int(0..<64)
+            let integer = Int64(bitPattern: rng.next()) >> rng.draw(0..<64)
             return ("\(integer)", .integer(integer))
         case 3:
             let real = Double(bitPattern: rng.next())
             return real.isFinite ? ("\(real)", .real(real)) : ("-0.0", .real(-0.0))
         case 4:
-            let text = rng.pick(["1.0", "1e3", "-2.5E-3", "0.0", "-0", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "123456789012345678901234"])
+            let text = rng.draw(["1.0", "1e3", "-2.5E-3", "0.0", "-0", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "123456789012345678901234"])
             let isInteger = !text.contains { ".eE".contains($0) } && Int64(text) != nil
             return (text, isInteger ? .integer(Int64(text) ?? 0) : .real(Double(text) ?? .nan))
         case 5, 6:
@@ -70,13 +73,13 @@ import Testing
     static func generated(_ rng: inout SplitMix64) -> (bytes: [UInt8], rows: [[Cell]]) {
         var elements: [String] = []
         var rows: [[Cell]] = []
-        for _ in 0..<rng.int(0..<6) {
+        for _ in 0..<rng.draw(0..<6) {
             var row = [Cell](repeating: .null, count: fuzzColumns.count)
             var members: [String] = []
-            for _ in 0..<rng.int(0..<7) {
-                let column = rng.int(0..<fuzzColumns.count)
+            for _ in 0..<rng.draw(0..<7) {
+                let column = rng.draw(0..<fuzzColumns.count)
                 let (text, cell) = value(&rng)
-                let key = rng.chance(0.2) ? fuzzColumns[column].uppercased() : fuzzColumns[column]
+                let key = rng.percent(20) ? fuzzColumns[column].uppercased() : fuzzColumns[column]
                 members.append(quoted(key, &rng) + whitespace(&rng) + ":" + whitespace(&rng) + text)
                 row[column] = cell
             }
@@ -135,15 +138,15 @@ import Testing
         try queue.inDatabase { db in
             for _ in 0..<cases {
                 var bytes = Self.generated(&rng).bytes
-                switch rng.int(0..<6) {
-                case 0: if !bytes.isEmpty { for _ in 0..<rng.int(1..<4) { bytes[rng.int(0..<bytes.count)] ^= UInt8(1) << UInt8(rng.int(0..<8)) } }
-                case 1: bytes.removeSubrange(rng.int(0..<bytes.count + 1)...)
-                case 2: bytes.insert(contentsOf: Array(rng.pick(insertions).utf8), at: rng.int(0..<bytes.count + 1))
+                switch rng.draw(0..<6) {
+                case 0: if !bytes.isEmpty { for _ in 0..<rng.draw(1..<4) { bytes[rng.draw(0..<bytes.count)] ^= UInt8(1) << UInt8(rng.draw(0..<8)) } }
+                case 1: bytes.removeSubrange(rng.draw(0..<bytes.count + 1)...)
+                case 2: bytes.insert(contentsOf: Array(rng.draw(insertions).utf8), at: rng.draw(0..<bytes.count + 1))
                 case 3:
-                    let nested = rng.pick(nestings)
-                    if rng.chance(0.5) { bytes = nested } else { bytes.insert(contentsOf: nested, at: rng.int(0..<bytes.count + 1)) }
-                case 4: bytes.insert(contentsOf: rng.pick([[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xFF], [0x80]]), at: rng.int(0..<bytes.count + 1))
-                default: bytes = (0..<rng.int(0..<200)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    let nested = rng.draw(nestings)
+                    if rng.percent(50) { bytes = nested } else { bytes.insert(contentsOf: nested, at: rng.draw(0..<bytes.count + 1)) }
+                case 4: bytes.insert(contentsOf: rng.draw([[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xFF], [0x80]]), at: rng.draw(0..<bytes.count + 1))
+                default: bytes = (0..<rng.draw(0..<200)).map { _ in rng.byte() }
                 }
                 let result = Self.load(bytes, into: db)
                 let loaded = try takeRows(db, table: "thing")
@@ -153,7 +156,7 @@ import Testing
                     failures.check(count == loaded.count, "reported \(count) rows, loaded \(loaded.count) from \(FuzzFailures.shown(bytes))")
                 case .failure(let error):
                     tally[error.code.rawValue, default: 0] += 1
-                    let lines = bytes.count(where: { $0 == 0x0A }) + 1
+                    let lines = lineEnds(in: bytes, crToo: false) + 1
                     failures.check([.invalidJSON, .unknownColumn].contains(error.code) && error.path == Self.path,
                                    "unexpected \(error.code): \(error) for \(FuzzFailures.shown(bytes))")
                     failures.check((1...lines).contains(error.line ?? 0), "line \(error.line ?? 0) outside 1...\(lines): \(error)")

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
-import ReseedPackaging
+@testable import ReseedPackaging
 import ReseedTesting
 import Testing
 
@@ -22,12 +22,19 @@ final class MigrationsSandbox: Sendable {
     }
 
     /// Builds, and checks that the build, done or failed, left no temporary file (journals included).
-    func build(name: String = "test", version: String = "1.0.0") throws -> SeedBuilder.Result {
+    func build(name: String = "test", version: String = "1.0.0", limits: SeedBuilder.Limits = .init()) throws -> SeedBuilder.Result {
         defer {
             let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: output.path)) ?? []).filter { $0.hasPrefix(".") }
             if !leftovers.isEmpty { Issue.record("the build left \(leftovers) in \(output.path)") }
         }
-        return try SeedBuilder(migrations: migrations, output: output, name: name, version: version).build()
+        var builder = SeedBuilder(migrations: migrations, output: output, name: name, version: version)
+        builder.limits = limits
+        return try builder.build()
+    }
+
+    /// The names in the output folder (none but a finished seed and its manifest after any build).
+    func outputFiles() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: output.path)) ?? []).sorted()
     }
 
     /// Runs `query` on the built seed.
@@ -41,9 +48,9 @@ final class MigrationsSandbox: Sendable {
 }
 
 /// The error a build throws, which must be a ``PackagingError``.
-func buildError(_ sandbox: MigrationsSandbox) -> PackagingError? {
+func buildError(_ sandbox: MigrationsSandbox, limits: SeedBuilder.Limits = .init()) -> PackagingError? {
     do {
-        _ = try sandbox.build()
+        _ = try sandbox.build(limits: limits)
         return nil
     } catch let error as PackagingError {
         return error

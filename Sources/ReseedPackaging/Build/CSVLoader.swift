@@ -5,13 +5,21 @@ import GRDBSQLite
 /// Loads a `.csv` step (RFC 4180) into its table, parsing bytes and reusing prepared statements.
 ///
 /// - A header row names the columns; each must be a column of the table.
-/// - Fields may be quoted; inside quotes, commas, newlines and doubled quotes (`""`) are data.
-/// - Records end with LF or CRLF; a UTF-8 BOM at the start is skipped.
+/// - Fields may be quoted; inside quotes, commas, line breaks and doubled quotes (`""`) are data.
+/// - Records end with LF, CRLF or CR; a UTF-8 BOM at the start is skipped.
+/// - A line break inside a quoted field is stored as LF, whether the file has LF, CRLF or CR:
+///   a checkout with other line endings (Git's `core.autocrlf`) gives the same seed, as it gives
+///   the same step checksum (``MigrationStep/checksum(of:)``). A value that needs a CR comes from
+///   a `.json` step (`"\r"`) or a `.sql` step (`char(13)`).
 /// - An unquoted empty field is NULL; a quoted empty field (`""`) is the empty string,
 ///   as PostgreSQL's `COPY … CSV` reads them.
 /// - Values are bound as text, so the column's affinity decides their type:
 ///   an INTEGER column stores `42` as an integer, a REAL column `1.5` as a real.
-/// - Errors name the file and the physical line where the record starts.
+/// - A header or record longer than 64 MiB (``CSVParser/maxRecordBytes``) is an error, so a step
+///   takes bounded memory whatever its content; a value longer than SQLite's length limit
+///   (`SQLITE_LIMIT_LENGTH`, 1 GiB unless lowered) is an error too, never a NULL.
+/// - Errors name the file and the physical line where the record starts (and the column, for a
+///   value SQLite cannot take); they quote at most a few hundred bytes of the input.
 ///
 /// Rows go in ``rowsPerStatement`` at a time through one multi-row `INSERT`: SQLite's work per
 /// statement (begin, halt, reset) is paid once per group instead of once per row. A group
@@ -27,10 +35,12 @@ struct CSVLoader {
 
     let path: String
     let table: String
+    /// ``CSVParser/maxRecordBytes`` unless a test lowers it.
+    var maxRecordBytes = CSVParser.maxRecordBytes
 
     /// Inserts every record of `bytes` into the table; returns the number of rows.
     func load(_ bytes: UnsafeRawBufferPointer, into db: Database, progress: ((Int) -> Void)?) throws(PackagingError) -> Int {
-        var parser = CSVParser(bytes: bytes, path: path)
+        var parser = CSVParser(bytes: bytes, path: path, maxRecordBytes: maxRecordBytes)
         guard let header = try parser.nextRecord(expecting: nil) else {
             throw PackagingError(.invalidCSV, path: path, line: 1, message: "the file is empty: a header row of column names is required")
         }
@@ -43,7 +53,7 @@ struct CSVLoader {
         var inserter: Inserter
         do {
             inserter = Inserter(
-                db: db, bytes: bytes, path: path, width: columns.count, group: group,
+                db: db, bytes: bytes, path: path, columns: columns, group: group,
                 single: try db.makeStatement(sql: insert + row),
                 grouped: group > 1 ? try db.makeStatement(sql: insert + Array(repeating: row, count: group).joined(separator: ", ")) : nil)
         } catch {
@@ -63,18 +73,33 @@ struct CSVLoader {
         }
     }
 
-    /// Binds parsed records to the prepared statements and runs them.
+    /// Binds parsed records to the prepared statements and runs them; every SQLite call's result is checked.
     private struct Inserter {
         let db: Database
         let bytes: UnsafeRawBufferPointer
         let path: String
-        let width: Int
+        /// The header's names, for errors.
+        let columns: [String]
+        var width: Int { columns.count }
         let group: Int
         let single: Statement
         /// The `group`-row INSERT; nil when the table takes one row per statement.
         let grouped: Statement?
-        /// A field with doubled quotes, undoubled; SQLite copies it when bound.
+        /// The longest text SQLite takes on this connection (`SQLITE_LIMIT_LENGTH`).
+        let maxLength: Int
+        /// A field with doubled quotes or CRs, rewritten; SQLite copies it when bound.
         var unescaped: [UInt8] = []
+
+        init(db: Database, bytes: UnsafeRawBufferPointer, path: String, columns: [String], group: Int, single: Statement, grouped: Statement?) {
+            self.db = db
+            self.bytes = bytes
+            self.path = path
+            self.columns = columns
+            self.group = group
+            self.single = single
+            self.grouped = grouped
+            maxLength = Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, -1))
+        }
 
         /// Inserts every record of `batch`: whole groups, then the rest one by one.
         mutating func insert(_ batch: CSVReadAhead.Batch) throws(PackagingError) {
@@ -94,11 +119,15 @@ struct CSVLoader {
         /// one by one, so the error names the record.
         private mutating func insertGroup(_ handle: OpaquePointer, of batch: CSVReadAhead.Batch, from first: Int) throws(PackagingError) {
             for offset in 0..<group {
-                bind(batch, record: first + offset, to: handle, parameterOffset: offset * width)
+                try bind(batch, record: first + offset, to: handle, parameterOffset: offset * width)
             }
             let code = sqlite3_step(handle)
-            sqlite3_reset(handle)
-            guard code != SQLITE_DONE else { return }
+            // After a failed step, reset returns the same error; after SQLITE_DONE, any error is new.
+            let reset = sqlite3_reset(handle)
+            if code == SQLITE_DONE {
+                guard reset == SQLITE_OK else { throw rejected(line: batch.lines[first]) }
+                return
+            }
             // SQLite ended the whole transaction (I/O error, disk full): nothing to retry in.
             guard sqlite3_get_autocommit(db.sqliteConnection) == 0 else { throw rejected(line: batch.lines[first]) }
             // The statement was rolled back whole: the same rows one at a time find the one refused.
@@ -109,37 +138,47 @@ struct CSVLoader {
 
         private mutating func insertOne(of batch: CSVReadAhead.Batch, at record: Int) throws(PackagingError) {
             let handle = single.sqliteStatement
-            bind(batch, record: record, to: handle, parameterOffset: 0)
+            try bind(batch, record: record, to: handle, parameterOffset: 0)
             let code = sqlite3_step(handle)
-            sqlite3_reset(handle)
-            guard code == SQLITE_DONE else { throw rejected(line: batch.lines[record]) }
+            let reset = sqlite3_reset(handle)
+            guard code == SQLITE_DONE, reset == SQLITE_OK else { throw rejected(line: batch.lines[record]) }
         }
 
-        private mutating func bind(_ batch: CSVReadAhead.Batch, record: Int, to handle: OpaquePointer, parameterOffset: Int) {
+        private mutating func bind(_ batch: CSVReadAhead.Batch, record: Int, to handle: OpaquePointer, parameterOffset: Int) throws(PackagingError) {
+            guard let base = bytes.baseAddress else { return }
             for column in 0..<width {
                 let field = batch.fields[record * width + column]
-                let start = bytes.baseAddress! + field.start
-                let length = Int32(field.end - field.start)
-                let parameter = Int32(parameterOffset + column + 1)
+                let start = base + field.start
+                let length = field.end - field.start
+                // At most `group` × 32,767 parameters (the header's field limit): always an Int32.
+                let parameter = Int32(truncatingIfNeeded: parameterOffset + column + 1)
+                let code: Int32
                 switch field.kind {
                 case .unquoted where length == 0:
-                    sqlite3_bind_null(handle, parameter)
+                    code = sqlite3_bind_null(handle, parameter)
                 case .unquoted, .quoted:
-                    sqlite3_bind_text(handle, parameter, start.assumingMemoryBound(to: CChar.self), length, nil)
-                case .quotedWithEscapes:
-                    CSVParser.unescape(UnsafeRawBufferPointer(start: start, count: Int(length)), into: &unescaped)
-                    unescaped.withUnsafeBufferPointer { buffer in
-                        buffer.withMemoryRebound(to: CChar.self) {
-                            _ = sqlite3_bind_text(handle, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT)
-                        }
-                    }
+                    guard length <= maxLength else { throw tooLong(batch, record: record, column: column, length: length) }
+                    code = bindText(handle, parameter, start, count: length, copy: false)
+                case .rewritten:
+                    CSVParser.unescape(UnsafeRawBufferPointer(start: start, count: length), into: &unescaped)
+                    guard unescaped.count <= maxLength else { throw tooLong(batch, record: record, column: column, length: unescaped.count) }
+                    code = unescaped.withUnsafeBytes { bindText(handle, parameter, $0.baseAddress, count: $0.count, copy: true) }
+                }
+                guard code == SQLITE_OK else {
+                    throw PackagingError(.rowRejected, path: path, line: batch.lines[record],
+                                         message: "SQLite cannot take the value of column '\(excerpt(columns[column]))': \(String(cString: sqlite3_errstr(code)))")
                 }
             }
         }
 
+        private func tooLong(_ batch: CSVReadAhead.Batch, record: Int, column: Int, length: Int) -> PackagingError {
+            PackagingError(.rowRejected, path: path, line: batch.lines[record],
+                           message: "the value of column '\(excerpt(columns[column]))' is \(length) bytes, longer than SQLite's length limit of \(maxLength) bytes (SQLITE_LIMIT_LENGTH)")
+        }
+
         private func rejected(line: Int) -> PackagingError {
             let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-            return PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(message)")
+            return PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(excerpt(message, limit: 400))")
         }
     }
 
@@ -161,7 +200,7 @@ struct CSVLoader {
                    AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = :table COLLATE NOCASE
                                    AND (instr(upper(sql), 'CONFLICT') > 0 OR upper(sql) LIKE 'CREATE VIRTUAL%'))
                 """
-            return try Bool.fetchOne(db, sql: sql, arguments: ["table": table]) ?? false
+            return try Bool.fetchOne(db.cachedStatement(sql: sql), arguments: ["table": table]) ?? false
         }
     }
 
@@ -175,10 +214,10 @@ struct CSVLoader {
             let name = parser.text(field)
             guard known.contains(name.lowercased()) else {
                 throw PackagingError(.unknownColumn, path: path, line: header.line,
-                                     message: "header names column '\(name)', which table '\(table)' does not have (it has \(existing.joined(separator: ", ")))")
+                                     message: "header names column '\(excerpt(name))', which table '\(table)' does not have (it has \(excerpt(existing.joined(separator: ", "), limit: 400)))")
             }
             guard seen.insert(name.lowercased()).inserted else {
-                throw PackagingError(.invalidCSV, path: path, line: header.line, message: "header names column '\(name)' twice")
+                throw PackagingError(.invalidCSV, path: path, line: header.line, message: "header names column '\(excerpt(name))' twice")
             }
             columns.append(name)
         }
@@ -192,7 +231,7 @@ struct CSVLoader {
 func tableColumns(_ table: String, in db: Database, step path: String) throws(PackagingError) -> [String] {
     let names: [String]
     do {
-        names = try Row.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?)", arguments: [table]).map { $0["name"] }
+        names = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM pragma_table_xinfo(?)"), arguments: [table])
     } catch {
         throw PackagingError.wrapping(error, path: path)
     }
@@ -205,7 +244,20 @@ func tableColumns(_ table: String, in db: Database, step path: String) throws(Pa
 /// SQLite's "copy the bytes now" destructor.
 let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+/// Binds `count` bytes at `text` as UTF-8 text, copied by SQLite when `copy`, else read in place
+/// until the statement is reset; returns SQLite's result code (`SQLITE_TOOBIG` over the length limit).
+///
+/// `sqlite3_bind_text64` takes the length as 64 bits: no length is ever narrowed to an `Int32`.
+func bindText(_ statement: OpaquePointer, _ parameter: Int32, _ text: UnsafeRawPointer?, count: Int, copy: Bool) -> Int32 {
+    guard let length = UInt64(exactly: count) else { return SQLITE_TOOBIG }
+    // A NULL pointer would bind NULL: empty text points at a static empty string.
+    let pointer = text ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+    return sqlite3_bind_text64(statement, parameter, pointer.assumingMemoryBound(to: CChar.self), length,
+                               copy ? SQLITE_TRANSIENT : nil, UInt8(SQLITE_UTF8))
+}
+
 /// `"name"` with inner quotes doubled.
 func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+    return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }

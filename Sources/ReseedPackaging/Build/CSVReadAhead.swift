@@ -16,6 +16,14 @@ final class CSVReadAhead: Sendable {
     /// How many records a batch holds, and how many batches may wait parsed.
     static let batchSize = 4096
     static let depth = 3
+    /// The most fields a batch holds (6 MiB of them): a wide table gets fewer records a batch,
+    /// so the batches waiting take bounded memory (not 4,096 × 2,000 columns × 24 bytes each).
+    static let fieldsPerBatch = 1 << 18
+
+    /// Records a batch holds for records `columns` fields wide.
+    static func records(perBatchFor columns: Int) -> Int {
+        max(1, min(batchSize, fieldsPerBatch / max(1, columns)))
+    }
 
     private struct Queue {
         var batches: [Batch] = []
@@ -39,14 +47,15 @@ final class CSVReadAhead: Sendable {
 
     private func produce(_ source: ParserBox, columns: Int) {
         var parser = source.parser
+        let records = Self.records(perBatchFor: columns)
         while true {
             free.wait()
             if queue.withLock({ $0.cancelled }) { return }
             var batch = Batch()
-            batch.fields.reserveCapacity(Self.batchSize * columns)
-            batch.lines.reserveCapacity(Self.batchSize)
+            batch.fields.reserveCapacity(records * columns)
+            batch.lines.reserveCapacity(records)
             do {
-                for _ in 0..<Self.batchSize {
+                for _ in 0..<records {
                     guard let record = try parser.nextRecord(expecting: columns) else {
                         batch.isLast = true
                         break

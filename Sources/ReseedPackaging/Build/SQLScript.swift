@@ -6,7 +6,8 @@ import GRDBSQLite
 /// Statement ends are found with `sqlite3_complete()`, SQLite's own test
 /// for "this text is one or more whole statements", so semicolons inside
 /// strings, comments and `CREATE TRIGGER … BEGIN … END` bodies are handled
-/// as SQLite handles them.
+/// as SQLite handles them. The builder hands it the step as ``MigrationStep/normalized(_:)``
+/// gives it (BOM removed, line ends LF).
 struct SQLScript {
     struct Statement {
         var sql: String
@@ -16,9 +17,7 @@ struct SQLScript {
 
     var statements: [Statement] = []
 
-    init(_ bytes: [UInt8]) {
-        var body = bytes
-        if body.starts(with: [0xEF, 0xBB, 0xBF]) { body.removeFirst(3) }
+    init(_ body: [UInt8]) {
         let lines = LineIndex(body)
         var start = 0
         var candidate: [CChar] = []

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import GRDB
+import GRDBSQLite
 import Logging
 import Reseed
 
@@ -23,7 +24,14 @@ import Reseed
 /// each first removes the temp files a killed build left, since the folder ships in the app.
 ///
 /// The same steps, name and version give the same bytes on any folder, clock
-/// or file times (with the same SQLite version, whose number the header holds).
+/// or file times (with the same SQLite version, whose number the header holds),
+/// and on any checkout: each step is read as its checksum reads it, line ends as LF
+/// (see ``MigrationStep/checksum(of:)``).
+///
+/// Memory is bounded whatever a CSV step holds: a header or record over 64 MiB is an error
+/// naming the file and line. A value SQLite cannot store (longer than its length limit) is an
+/// error naming the file, line and column, never a NULL. Error messages quote at most a few
+/// hundred bytes of a step.
 ///
 /// ```swift
 /// let result = try SeedBuilder(
@@ -51,6 +59,17 @@ public struct SeedBuilder: Sendable {
     public var progress: (@Sendable (Progress) -> Void)?
     /// How long a build waits for another one building into the same output folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
+    /// The bounds of a build, which tests lower so that they need no huge input.
+    var limits = Limits()
+
+    /// The bounds of a build: the documented ones unless a test lowers them.
+    struct Limits: Sendable {
+        /// The longest CSV header or record: ``CSVParser/maxRecordBytes``, 64 MiB.
+        var csvRecordBytes = CSVParser.maxRecordBytes
+        /// `SQLITE_LIMIT_LENGTH` on the build's connection (the longest value or statement);
+        /// nil keeps SQLite's own, 1 GiB unless it was compiled with another.
+        var sqliteLength: Int32?
+    }
 
     public init(migrations: URL, output: URL, name: String, version: String) {
         self.migrations = migrations
@@ -118,7 +137,10 @@ public struct SeedBuilder: Sendable {
         let output = directory.path(compacted)
         var configuration = Configuration()
         configuration.label = "reseed.build"
+        let lengthLimit = limits.sqliteLength
         configuration.prepareDatabase { db in
+            // sqlite3_limit returns the previous limit, not a result code.
+            if let lengthLimit { _ = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, lengthLimit) }
             try db.execute(sql: """
                 PRAGMA page_size = 4096;
                 PRAGMA journal_mode = OFF;
@@ -134,9 +156,10 @@ public struct SeedBuilder: Sendable {
             for step in folder.steps {
                 progress?(.step(step))
                 let bytes = try step.contents()
-                // The step's checksum is computed beside the load, on the other core.
+                // The step's checksum is computed beside the load, on the other core, from reads of the
+                // file rather than from the mapping: a step rejected after 64 MiB is not all brought in.
                 let (checksum, _) = try packaging(path: step.url.path) {
-                    try concurrently({ MigrationStep.checksum(of: bytes) }, { try run(step, bytes: bytes, in: queue) })
+                    try concurrently({ try step.checksum() }, { try run(step, bytes: bytes, in: queue) })
                 }
                 recorded.append(SeedManifest.Step(id: step.id, checksum: checksum))
             }
@@ -186,6 +209,7 @@ public struct SeedBuilder: Sendable {
     private func run(_ step: MigrationStep, bytes: Data, in queue: DatabaseQueue) throws(PackagingError) {
         let path = step.url.path
         let progress = self.progress
+        let limits = self.limits
         try packaging(path: path) {
             try queue.writeWithoutTransaction { db in
                 // A CSV step needs statements that roll back whole (see `CSVLoader`): a rollback
@@ -197,22 +221,26 @@ public struct SeedBuilder: Sendable {
                 try db.inTransaction(.immediate) {
                 switch step.kind {
                 case .sql:
-                    for statement in SQLScript(Array(bytes)).statements {
+                    // As normalised, as the checksum reads it: see `MigrationStep.checksum(of:)`.
+                    for statement in SQLScript(MigrationStep.normalized(bytes)).statements {
                         do {
                             try db.execute(sql: statement.sql)
                         } catch let error as DatabaseError {
+                            // SQLite's message may quote a whole token (a string literal can be a gigabyte, and span lines).
                             throw PackagingError(.sqlFailed, path: path, line: statement.line,
-                                                 message: error.message ?? "\(error.resultCode)", databaseError: error)
+                                                 message: excerpt(error.message ?? "\(error.resultCode)", limit: 400), databaseError: error)
                         }
                     }
                 case .csv:
-                    let loader = CSVLoader(path: path, table: step.table)
+                    // Parsed in place; the parser reads line ends as the checksum does.
+                    var loader = CSVLoader(path: path, table: step.table)
+                    loader.maxRecordBytes = limits.csvRecordBytes
                     let rows = try bytes.withUnsafeBytes { buffer throws(PackagingError) in
                         try loader.load(buffer, into: db) { progress?(.rows(step, $0, done: false)) }
                     }
                     progress?(.rows(step, rows, done: true))
                 case .json:
-                    _ = try JSONLoader(path: path, table: step.table).load(Array(bytes), into: db)
+                    _ = try JSONLoader(path: path, table: step.table).load(MigrationStep.normalized(bytes), into: db)
                 }
                 return .commit
                 }

@@ -40,21 +40,61 @@ public struct MigrationStep: Sendable, Hashable {
         self.url = url
     }
 
-    /// SHA-256 (lowercase hex) of the content with any UTF-8 BOM removed and CRLF or CR line endings made LF,
-    /// so a checkout with other line endings gives the same checksum.
+    /// SHA-256 (lowercase hex) of ``normalized(_:)`` content: any UTF-8 BOM at the start removed,
+    /// CRLF and lone CR made LF, so a checkout with other line endings gives the same checksum.
+    ///
+    /// The checksum covers exactly what a build reads of the step, because the build reads the
+    /// step as normalised too (a decision, rather than a checksum of the raw bytes: a checkout with
+    /// Git's `core.autocrlf` must keep its released checksums *and* build the same seed):
+    /// `.sql` and `.json` steps run as ``normalized(_:)`` gives them, so a line break in an SQL string
+    /// literal, in a `CREATE` statement's text kept in `sqlite_schema`, or in a JSON step's nested
+    /// value kept as text, is LF on every checkout; a `.csv` step is parsed in place with every
+    /// line end read as LF, inside quoted fields too. Two steps with the same checksum therefore build
+    /// the same bytes, and `reseed verify` passes a step only when it would build the seed it checks.
+    /// A CR can still reach a seed, written as data: `char(13)` in SQL, `"\r"` in JSON.
     public static func checksum(of content: some ContiguousBytes) -> String {
         var hasher = SHA256()
+        var normalizer = LineEndNormalizer()
+        content.withUnsafeBytes { normalizer.feed($0) { hasher.update(bufferPointer: $0) } }
+        normalizer.finish { hasher.update(bufferPointer: $0) }
+        return lowercaseHex(hasher.finalize())
+    }
+
+    /// The content as a build reads it and ``checksum(of:)`` hashes it: a UTF-8 BOM at the start
+    /// removed, each CRLF and each lone CR made LF, every other byte as it is.
+    ///
+    /// ```swift
+    /// MigrationStep.normalized(Array("\u{FEFF}a\r\nb\rc\n".utf8)) == Array("a\nb\nc\n".utf8)   // true
+    /// ```
+    public static func normalized(_ content: some ContiguousBytes) -> [UInt8] {
+        var out: [UInt8] = []
+        var normalizer = LineEndNormalizer()
         content.withUnsafeBytes { bytes in
-            var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-            // Hash runs between carriage returns whole; each CR, or CRLF, hashes as one LF.
-            while let cr = bytes[start...].firstIndex(of: 0x0D) {
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[start..<cr]))
-                hasher.update(data: [0x0A])
-                start = cr + 1 < bytes.count && bytes[cr + 1] == 0x0A ? cr + 2 : cr + 1
-            }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: bytes[start...]))
+            out.reserveCapacity(bytes.count)
+            normalizer.feed(bytes) { out.append(contentsOf: $0) }
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        normalizer.finish { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// ``checksum(of:)`` of the step's file, read a chunk at a time: memory stays small whatever the
+    /// file's size (a build that rejects a step after 64 MiB does not hash it from a mapping of all of it).
+    ///
+    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read.
+    public func checksum() throws(PackagingError) -> String {
+        do {
+            let file = try FileHandle(forReadingFrom: url)
+            defer { try? file.close() }
+            var hasher = SHA256()
+            var normalizer = LineEndNormalizer()
+            while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
+                chunk.withUnsafeBytes { normalizer.feed($0) { hasher.update(bufferPointer: $0) } }
+            }
+            normalizer.finish { hasher.update(bufferPointer: $0) }
+            return lowercaseHex(hasher.finalize())
+        } catch {
+            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
+        }
     }
 
     /// Reads the step's file.
@@ -65,4 +105,16 @@ public struct MigrationStep: Sendable, Hashable {
             throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
         }
     }
+}
+
+/// `bytes` as lowercase hexadecimal, two digits a byte.
+func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits: [UInt8] = Array("0123456789abcdef".utf8)
+    var hex: [UInt8] = []
+    hex.reserveCapacity(64)
+    for byte in bytes {
+        hex.append(digits[Int(byte >> 4)])
+        hex.append(digits[Int(byte & 0x0F)])
+    }
+    return String(decoding: hex, as: UTF8.self)
 }

@@ -54,7 +54,7 @@ public struct MigrationsFolder: Sendable {
     public func recordedSteps() throws(PackagingError) -> [SeedManifest.Step] {
         var recorded: [SeedManifest.Step] = []
         for step in steps {
-            recorded.append(SeedManifest.Step(id: step.id, checksum: MigrationStep.checksum(of: try step.contents())))
+            recorded.append(SeedManifest.Step(id: step.id, checksum: try step.checksum()))
         }
         return recorded
     }

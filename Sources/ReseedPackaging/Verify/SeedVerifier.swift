@@ -9,7 +9,10 @@ import Reseed
 /// metadata with the manifest, and, given a migrations folder, compares the
 /// steps recorded in the seed with the steps in the folder: each added,
 /// missing or edited step is a finding. Checksums normalise line endings and a
-/// BOM, so a checkout with CRLF endings is not "edited".
+/// BOM, so a checkout with CRLF endings is not "edited"; the build reads steps
+/// normalised the same way, so such a checkout also builds the same seed: a step
+/// passes exactly when it would build what the seed holds
+/// (``MigrationStep/checksum(of:)``).
 ///
 /// ```swift
 /// let report = try SeedVerifier(seed: URL(fileURLWithPath: "SeedData")).verify(migrations: URL(fileURLWithPath: "Migrations"))
