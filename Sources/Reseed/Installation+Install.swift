@@ -57,7 +57,9 @@ extension Installation {
         do {
             let total = manifest.size
             let progress = configuration.progress
-            let copier = FileCopier(hashing: configuration.verification == .checksum, progress: progress.map { report in
+            // At most one byte more than the manifest says: a longer source (a file that grows, a huge
+            // sparse file) is refused after size + 1 bytes, never copied until the disk fills.
+            let copier = FileCopier(hashing: configuration.verification == .checksum, limit: manifest.size + 1, progress: progress.map { report in
                 { @Sendable done in report(done, total) }
             })
             let copied = try during(.copy, path: seedPath) {
@@ -95,6 +97,9 @@ extension Installation {
         let path = directory.path(temporary)
         let size = try during(.verify, path: path) {
             try directory.fileSystem.reading("fstat", path) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
+        }
+        guard copied.bytes <= manifest.size else {
+            throw verificationFailure("seed is longer than the \(manifest.size) bytes the manifest says; the copy stopped there")
         }
         guard size == manifest.size, copied.bytes == manifest.size else {
             throw verificationFailure("seed is \(size) bytes, the manifest says \(manifest.size)")

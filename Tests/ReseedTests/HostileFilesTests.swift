@@ -1,6 +1,7 @@
 import Foundation
 import Reseed
 import ReseedTesting
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -103,6 +104,29 @@ import Darwin
         try FileManager.default.createSymbolicLink(atPath: seed.fileURL.path, withDestinationPath: "/dev/zero")
         let error = #expect(throws: ReseedError.self) { try sandbox.install(seed) }
         #expect(error?.message.contains("not a regular file (a character device)") == true)
+        #expect(try sandbox.temporaryFiles().isEmpty)
+    }
+
+    @Test(arguments: [Verification.size, .checksum])
+    func seedFarLongerThanItsManifestIsCopiedNoFurtherThanOneByteMore(level: Verification) throws {
+        let sandbox = try LaunchSandbox()
+        try sandbox.install(try sandbox.seed("1.0.0"))
+        let seed = try sandbox.seed("2.0.0")
+        // 64 GiB, sparse: copied to the end, it would fill the disk.
+        let handle = try FileHandle(forWritingTo: seed.fileURL)
+        try handle.truncate(atOffset: 64 << 30)
+        try handle.close()
+        let copied = Mutex<Int64>(0)
+        let launcher = sandbox.launcher(seed) { configuration in
+            configuration.verification = level
+            configuration.progress = { done, _ in copied.withLock { $0 = max($0, done) } }
+        }
+        let error = #expect(throws: ReseedError.self) { try launcher.launch() }
+        #expect(error?.code == .verificationFailed)
+        #expect(error?.message.contains("longer than") == true)
+        #expect(copied.withLock { $0 } <= seed.manifest.size + 1)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+        #expect(try sandbox.recordedVersion() == "1.0.0")
         #expect(try sandbox.temporaryFiles().isEmpty)
     }
 

@@ -40,14 +40,23 @@ package struct FileCopier: Sendable {
     }
 
     package var hashing: Bool
+    /// The most bytes copied: a source that goes on (a file that grows, a huge sparse file) stops
+    /// there. Give the expected size plus one, and a longer source shows as `bytes > size`.
+    package var limit: Int64
     package var progress: (@Sendable (Int64) -> Void)?
 
-    package init(hashing: Bool, progress: (@Sendable (Int64) -> Void)? = nil) {
+    package init(hashing: Bool, limit: Int64 = .max, progress: (@Sendable (Int64) -> Void)? = nil) {
         self.hashing = hashing
+        self.limit = limit
         self.progress = progress
     }
 
-    /// Copies all of `source` (from its start) into `destination` (at its current offset, expected empty).
+    /// How much to ask for next: `chunk`, or what is left under ``limit``.
+    private func next(_ chunk: Int, after total: Int64) -> Int {
+        Int(min(Int64(chunk), max(0, limit - total)))
+    }
+
+    /// Copies `source` (from its start, at most ``limit`` bytes) into `destination` (at its current offset, expected empty).
     package func copy(from source: Int32, to destination: Int32) throws(Errno) -> Result {
         Syscalls.adviseSequential(source)
         if hashing {
@@ -55,12 +64,12 @@ package struct FileCopier: Sendable {
             return try readHashWrite(source, destination)
         }
         let size = Int64(try Syscalls.fstat(source).st_size)
-        if (try? Syscalls.cloneFile(from: source, to: destination)) != nil {
+        if size <= limit, (try? Syscalls.cloneFile(from: source, to: destination)) != nil {
             progress?(size)
             return Result(bytes: size, method: .clone, sha256: nil)
         }
         #if canImport(Darwin)
-        if fcopyfile(source, destination, nil, copyfile_flags_t(COPYFILE_DATA)) == 0 {
+        if size <= limit, fcopyfile(source, destination, nil, copyfile_flags_t(COPYFILE_DATA)) == 0 {
             progress?(size)
             return Result(bytes: size, method: .clone, sha256: nil)
         }
@@ -75,9 +84,11 @@ package struct FileCopier: Sendable {
     private func copyFileRange(_ source: Int32, _ destination: Int32) throws(Errno) -> Int64? {
         var total: Int64 = 0
         while true {
+            let want = next(Self.rangeChunk, after: total)
+            if want == 0 { return total }
             let count: Int
             do {
-                count = try Syscalls.copyFileRange(from: source, to: destination, length: Self.rangeChunk)
+                count = try Syscalls.copyFileRange(from: source, to: destination, length: want)
             } catch where total == 0 && Self.unsupported.contains(error) {
                 return nil
             }
@@ -98,7 +109,7 @@ package struct FileCopier: Sendable {
         let chunk = 8 << 20
         let first: Int
         do {
-            first = try Syscalls.copyFileRange(from: source, to: destination, length: chunk)
+            first = try Syscalls.copyFileRange(from: source, to: destination, length: next(chunk, after: 0))
         } catch where Self.unsupported.contains(error) {
             return nil
         }
@@ -112,7 +123,9 @@ package struct FileCopier: Sendable {
         if first > 0 {
             while true {
                 do {
-                    let count = try Syscalls.copyFileRange(from: source, to: destination, length: chunk)
+                    let want = next(chunk, after: total)
+                    if want == 0 { break }
+                    let count = try Syscalls.copyFileRange(from: source, to: destination, length: want)
                     if count == 0 { break }
                     Syscalls.startWriteback(destination, from: total, count: Int64(count))
                     total += Int64(count)
@@ -161,7 +174,9 @@ package struct FileCopier: Sendable {
         defer { buffer.deallocate() }
         var total: Int64 = 0
         while true {
-            let count = try Syscalls.read(source, into: buffer)
+            let want = next(Self.bufferSize, after: total)
+            if want == 0 { break }
+            let count = try Syscalls.read(source, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]))
             if count == 0 { break }
             let chunk = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             hasher?.update(bufferPointer: chunk)

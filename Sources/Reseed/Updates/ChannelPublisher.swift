@@ -115,7 +115,7 @@ public struct ChannelPublisher: Sendable {
             let destination = try directory.createExclusive(temporary)
             let (sourceFD, destinationFD) = (source.raw, destination.raw)
             let copied = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                try FileCopier(hashing: true).copy(from: sourceFD, to: destinationFD)
+                try FileCopier(hashing: true, limit: seed.manifest.size + 1).copy(from: sourceFD, to: destinationFD)
             }
             try directory.sync(destination.raw, name: temporary)
             do throws(Errno) {
