@@ -28,13 +28,9 @@ package struct FileCopier: Sendable {
     /// The most one `copy_file_range` call is asked for, so progress is reported while it runs.
     package static let rangeChunk = 64 << 20
 
-    /// How the bytes were moved.
-    package enum Method: String, Sendable { case clone, copyFileRange, copyFileRangeHashingCopy, readWrite, readHashWrite }
-
     /// What a copy did.
     package struct Result: Sendable {
         package var bytes: Int64
-        package var method: Method
         /// Lowercase hex SHA-256 of the bytes read, when hashing was asked for.
         package var sha256: String?
     }
@@ -66,16 +62,16 @@ package struct FileCopier: Sendable {
         let size = Int64(try Syscalls.fstat(source).st_size)
         if size <= limit, (try? Syscalls.cloneFile(from: source, to: destination)) != nil {
             progress?(size)
-            return Result(bytes: size, method: .clone, sha256: nil)
+            return Result(bytes: size, sha256: nil)
         }
         #if canImport(Darwin)
         if size <= limit, fcopyfile(source, destination, nil, copyfile_flags_t(COPYFILE_DATA)) == 0 {
             progress?(size)
-            return Result(bytes: size, method: .clone, sha256: nil)
+            return Result(bytes: size, sha256: nil)
         }
         #endif
         if let copied = try copyFileRange(source, destination) {
-            return Result(bytes: copied, method: .copyFileRange, sha256: nil)
+            return Result(bytes: copied, sha256: nil)
         }
         return try readHashWrite(source, destination)
     }
@@ -140,7 +136,7 @@ package struct FileCopier: Sendable {
         copied.finish()
         let digest = hasher.join()
         if let failure { throw failure }
-        return Result(bytes: total, method: .copyFileRangeHashingCopy, sha256: try digest.get())
+        return Result(bytes: total, sha256: try digest.get())
     }
 
     /// Hashes `file` from its start as far as `copied` says the copy has gone, until it is finished.
@@ -186,7 +182,7 @@ package struct FileCopier: Sendable {
             progress?(total)
         }
         let digest = hasher.map { $0.finalize().hexString }
-        return Result(bytes: total, method: hashing ? .readHashWrite : .readWrite, sha256: digest)
+        return Result(bytes: total, sha256: digest)
     }
 }
 
