@@ -53,23 +53,18 @@ package final class StoreLock: Sendable {
     }
 
     private static func acquire(_ path: String, in directory: Directory, timeout: Duration, open: () throws -> OwnedDescriptor) throws -> StoreLock? {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while true {
-            if claimInProcess(path) {
-                do {
-                    let fd = try open()
-                    let locked = try directory.fileSystem.reading("flock", path) { () throws(Errno) in try Syscalls.tryLock(fd.raw, exclusive: true) }
-                    if locked { return StoreLock(path: path, fd: fd) }
-                    releaseInProcess(path)
-                } catch {
-                    releaseInProcess(path)
-                    throw error
-                }
+        try Polling.until(ContinuousClock.now.advanced(by: timeout), every: pollInterval) { () throws -> StoreLock? in
+            guard claimInProcess(path) else { return nil }
+            do {
+                let fd = try open()
+                let locked = try directory.fileSystem.reading("flock", path) { () throws(Errno) in try Syscalls.tryLock(fd.raw, exclusive: true) }
+                if locked { return StoreLock(path: path, fd: fd) }
+                releaseInProcess(path)
+                return nil
+            } catch {
+                releaseInProcess(path)
+                throw error
             }
-            if clock.now >= deadline { return nil }
-            let (seconds, attoseconds) = pollInterval.components
-            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
         }
     }
 

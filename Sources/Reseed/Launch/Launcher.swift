@@ -93,15 +93,17 @@ public struct Launcher: Sendable {
     /// Opens the store, retrying while another process holds it locked for a moment (the first
     /// opening of a store switches it to WAL, which takes an exclusive lock), up to the busy timeout.
     func openWaiting<Store>(_ url: URL, _ open: (URL) throws -> Store) throws -> Store {
-        let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
-        while true {
+        var busy: DatabaseError?
+        let store = try Polling.until(ContinuousClock.now.advanced(by: configuration.busyTimeout), every: .milliseconds(5)) { () throws -> Store? in
             do {
                 return try open(url)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
-                if ContinuousClock.now >= deadline { throw error }
-                Thread.sleep(forTimeInterval: 0.005)
+                busy = error
+                return nil
             }
         }
+        if let store { return store }
+        throw busy ?? DatabaseError(resultCode: .SQLITE_BUSY)
     }
 
     private static func isUnusable(_ error: DatabaseError) -> Bool {

@@ -47,30 +47,30 @@ final class StoreGuard {
         var connection = try open(path, for: purpose)
         var lastBusy = "database is locked"
         var seenInvalid = false
-        while true {
-            switch purpose == .replace ? attemptExclusive(connection) : attempt(connection) {
-            case .success:
-                return .guarded(StoreGuard(connection: connection))
-            case .invalid(let message):
-                sqlite3_close_v2(connection)
-                // SQLite also says "malformed" when a read fails (EIO): believe it when a new connection says it again.
-                if seenInvalid { return .notADatabase(message) }
-                seenInvalid = true
-                connection = try open(path, for: purpose)
-                continue
-            case .busy(let message):
-                lastBusy = message
-            case .failed(let message):
-                sqlite3_close_v2(connection)
-                throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
-                                  message: "cannot check that the old store is not in use: \(message); changed nothing")
+        let found = try Polling.until(deadline, every: .milliseconds(10)) { () throws(ReseedError) -> Result? in
+            while true {
+                switch purpose == .replace ? attemptExclusive(connection) : attempt(connection) {
+                case .success:
+                    return .guarded(StoreGuard(connection: connection))
+                case .invalid(let message):
+                    sqlite3_close_v2(connection)
+                    // SQLite also says "malformed" when a read fails (EIO): believe it when a new connection, at once, says it again.
+                    if seenInvalid { return .notADatabase(message) }
+                    seenInvalid = true
+                    connection = try open(path, for: purpose)
+                case .busy(let message):
+                    lastBusy = message
+                    return nil
+                case .failed(let message):
+                    sqlite3_close_v2(connection)
+                    throw ReseedError(.database, step: .checkStoreNotInUse, path: path,
+                                      message: "cannot check that the old store is not in use: \(message); changed nothing")
+                }
             }
-            if ContinuousClock.now >= deadline {
-                sqlite3_close_v2(connection)
-                return .busy(lastBusy)
-            }
-            Thread.sleep(forTimeInterval: 0.01)
         }
+        if let found { return found }
+        sqlite3_close_v2(connection)
+        return .busy(lastBusy)
     }
 
     private static func open(_ path: String, for purpose: Purpose) throws(ReseedError) -> OpaquePointer {
