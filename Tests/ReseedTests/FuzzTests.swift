@@ -92,7 +92,13 @@ enum Damage: String, CaseIterable {
         let nameCharacters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         var name = String((0..<rng.int(1..<129)).map { _ in rng.pick(nameCharacters) })
         if name.hasPrefix(".") { name = "n" + name.dropFirst() }
-        var version = rng.text(maxScalars: 40, controls: false)
+        // Random text kept to what a version may hold: no control, format, separator or unassigned
+        // scalar, at most 64 bytes of UTF-8.
+        var version = ""
+        for scalar in rng.text(maxScalars: 40, controls: false).unicodeScalars where SeedManifest.versionProblem(String(scalar)) == nil {
+            guard version.utf8.count + String(scalar).utf8.count <= SeedManifest.maximumVersionBytes else { break }
+            version.unicodeScalars.append(scalar)
+        }
         if version.isEmpty { version = "1.0.0" }
         var file = rng.text(maxScalars: 30).filter { $0 != "/" && $0 != "\\" && $0 != "\0" }
         if file.isEmpty || file == "." || file == ".." { file = name + ".sqlite" }
@@ -110,7 +116,8 @@ enum Damage: String, CaseIterable {
     /// Every promise ``SeedManifest/decode(_:path:)`` documents about a manifest it returns.
     static func isWellFormed(_ manifest: SeedManifest) -> Bool {
         manifest.format == SeedManifest.currentFormat && SeedManifest.isValidStoreName(manifest.name)
-            && !manifest.version.isEmpty && manifest.version.count <= 128 && !manifest.version.unicodeScalars.contains { $0.value < 0x20 }
+            && !manifest.version.isEmpty && manifest.version.utf8.count <= SeedManifest.maximumVersionBytes
+            && SeedManifest.versionProblem(manifest.version) == nil
             && SeedManifest.isPlainFileName(manifest.file) && (512...65536).contains(manifest.pageSize)
             && manifest.pageSize & (manifest.pageSize - 1) == 0 && manifest.size >= Int64(manifest.pageSize)
             && manifest.size <= SeedManifest.maximumSeedSize && manifest.size % Int64(manifest.pageSize) == 0

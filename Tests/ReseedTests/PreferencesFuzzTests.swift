@@ -221,7 +221,8 @@ struct JSONTextGenerator {
             let damage = rng.pick(Damage.allCases)
             damage.apply(to: &bytes, &rng)
             let contents = PreferencesFile.contents(of: bytes)
-            let parsed = try? JSONNode.parse(bytes)
+            // As the preferences are read: any depth, the app's deep values kept whole.
+            let parsed = try? JSONNode.parse(bytes, opaqueBeyond: PreferencesFile.treeDepth)
             switch contents {
             case .valid:
                 tally["valid", default: 0] += 1
