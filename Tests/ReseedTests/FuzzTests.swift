@@ -4,29 +4,47 @@ import Testing
 @testable import Reseed
 
 extension SplitMix64 {
-    /// A scalar from a mix of ranges: ASCII, controls, Latin-1, BMP, astral, combining marks, separators, the BOM.
+    /// The ranges ``scalar(controls:)`` draws from: ASCII (twice as often), controls, Latin-1, BMP,
+    /// astral, combining marks, separators, the BOM.
+    static let scalarRanges: [ClosedRange<UInt32>] = [0x20...0x7E, 0x20...0x7E, 0x00...0x1F, 0x7F...0xFF, 0x100...0x7FF, 0x800...0xFFFD,
+                                                      0x1_0000...0x10_FFFF, 0x300...0x36F, 0x2028...0x2029, 0xFEFF...0xFEFF]
+
+    /// A scalar from one of ``scalarRanges``.
     mutating func scalar(controls: Bool = true) -> Unicode.Scalar {
-        let ranges: [ClosedRange<UInt32>] = [0x20...0x7E, 0x20...0x7E, 0x00...0x1F, 0x7F...0xFF, 0x100...0x7FF, 0x800...0xFFFD,
-                                             0x1_0000...0x10_FFFF, 0x300...0x36F, 0x2028...0x2029, 0xFEFF...0xFEFF]
         while true {
-            let value = UInt32.random(in: pick(ranges), using: &self)
+            let value = uint32(in: pick(Self.scalarRanges))
             if !controls, value < 0x20 { continue }
             if let scalar = Unicode.Scalar(value) { return scalar }
         }
     }
 
     mutating func text(maxScalars: Int, controls: Bool = true) -> String {
-        var text = ""
-        for _ in 0..<int(0..<maxScalars + 1) { text.unicodeScalars.append(scalar(controls: controls)) }
-        return text
+        var scalars = String.UnicodeScalarView()
+        for _ in 0..<int(0..<maxScalars + 1) { scalars.append(scalar(controls: controls)) }
+        return String(scalars)
     }
 
+    /// A uniform value in `range`: the draw `UInt32.random(in: range, using:)` makes (Lemire's method
+    /// on 32 bits), written out because a debug build runs the generic one unspecialised.
+    mutating func uint32(in range: ClosedRange<UInt32>) -> UInt32 {
+        let span = range.upperBound &- range.lowerBound
+        if span == .max { return UInt32(truncatingIfNeeded: next()) }
+        let bound = span + 1
+        var product = UInt32(truncatingIfNeeded: next()).multipliedFullWidth(by: bound)
+        if product.low < bound {
+            let threshold = (0 &- bound) % bound
+            while product.low < threshold { product = UInt32(truncatingIfNeeded: next()).multipliedFullWidth(by: bound) }
+        }
+        return range.lowerBound &+ product.high
+    }
+
+    /// Up to `maxCount` uniform bytes (each the draw `UInt8.random(in: 0...255, using:)` makes).
     mutating func bytes(maxCount: Int) -> [UInt8] {
-        (0..<int(0..<maxCount + 1)).map { _ in UInt8.random(in: 0...255, using: &self) }
+        var bytes: [UInt8] = []
+        for _ in 0..<int(0..<maxCount + 1) { bytes.append(UInt8(truncatingIfNeeded: next())) }
+        return bytes
     }
 }
-
-
 
 /// How a fuzz case damages a document: what broken disks, editors, truncated downloads and attackers produce.
 enum Damage: String, CaseIterable {
@@ -38,7 +56,15 @@ enum Damage: String, CaseIterable {
                           String(repeating: "9", count: 5000)]
     static let brokenUTF8: [[UInt8]] = [[0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80], [0xFF], [0xE2, 0x82], [0xEF, 0xBB, 0xBF]]
     static let escapes = [#"\ud800"#, #"\udc00"#, #"\ud800\u0041"#, #"\udbff\udfff"#, #"\u0000"#, #"\uzzzz"#, #"\u12"#, #"\"#, #"\x41"#]
-    static let depths = [15, 16, 17, 255, 256, 257, 511, 512, 513, 10_000, 100_000]
+    /// How deep a nesting case goes: each side of JSONNode's default limit (256) and of the limits
+    /// other parsers use (16, 512).
+    static let depths = [15, 16, 17, 255, 256, 257, 511, 512, 513]
+    /// Depths only a parser without recursion survives, 60 kB and 600 kB of brackets, in one nesting
+    /// case in ``hugeDepthOneIn``. A debug build reads 600 kB of JSON in about 0.1 s, and a damaged
+    /// preferences case reads it up to five times: at the rate of the other depths these two were
+    /// nine tenths of that test's time. HostileFilesTests launches over preferences 100,000 deep.
+    static let hugeDepths = [10_000, 100_000]
+    static let hugeDepthOneIn = 128
 
     /// Damages `bytes` in place; a nonempty document always changes (but for an unlucky truncation at its end).
     func apply(to bytes: inout [UInt8], _ rng: inout SplitMix64) {
@@ -52,23 +78,23 @@ enum Damage: String, CaseIterable {
         case .punctuation:
             for _ in 0..<rng.int(1..<6) { bytes.insert(rng.pick(Self.punctuationBytes), at: rng.int(0..<bytes.count + 1)) }
         case .hugeNumber:
-            let digits = bytes.indices.filter { (48...57).contains(bytes[$0]) }
+            let digits = Self.digitPositions(in: bytes)
             guard let start = digits.isEmpty ? nil : rng.pick(digits) else {
                 bytes.insert(contentsOf: Array(rng.pick(Self.numbers).utf8), at: position)
                 return
             }
             var end = start
-            while end < bytes.count, (48...57).contains(bytes[end]) { end += 1 }
+            while end < bytes.count, bytes[end] &- 48 < 10 { end += 1 }
             bytes.replaceSubrange(start..<end, with: Array(rng.pick(Self.numbers).utf8))
         case .deepNesting:
-            let depth = rng.pick(Self.depths)
+            let depth = rng.int(0..<Self.hugeDepthOneIn) == 0 ? rng.pick(Self.hugeDepths) : rng.pick(Self.depths)
             let (open, close) = rng.chance(0.5) ? ("[", "]") : ("{\"a\":", "}")
             let inner = rng.chance(0.5) ? "1" : "{}"
-            let nested = String(repeating: open, count: depth) + inner + String(repeating: close, count: rng.chance(0.8) ? depth : depth / 2)
+            let nested = Self.nesting(open, inner, close, depth: depth, closing: rng.chance(0.8) ? depth : depth / 2)
             if rng.chance(0.3) {
-                bytes = Array(nested.utf8)
+                bytes = nested
             } else {
-                bytes.insert(contentsOf: Array(nested.utf8), at: position)
+                bytes.insert(contentsOf: nested, at: position)
             }
         case .unicode:
             let inserted: [UInt8] = switch rng.int(0..<3) {
@@ -83,14 +109,73 @@ enum Damage: String, CaseIterable {
             bytes = rng.bytes(maxCount: 600)
         }
     }
+
+    /// `open` `depth` times, `inner`, `close` `closing` times, as bytes.
+    static func nesting(_ open: String, _ inner: String, _ close: String, depth: Int, closing: Int) -> [UInt8] {
+        repeated(Array(open.utf8), depth) + Array(inner.utf8) + repeated(Array(close.utf8), closing)
+    }
+
+    /// `unit` `count` times, in as many appends as `count` has bits: a debug build takes tens of
+    /// milliseconds to repeat a string 100,000 times, or to append 100,000 times.
+    static func repeated(_ unit: [UInt8], _ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(unit.count * count)
+        var chunk = unit
+        var remaining = count
+        while remaining > 0 {
+            if remaining & 1 == 1 { bytes += chunk }
+            remaining >>= 1
+            if remaining > 0 { chunk += chunk }
+        }
+        return bytes
+    }
+
+    /// The offsets of ASCII digits in `bytes` (a plain loop: `filter` is slow in a debug build).
+    static func digitPositions(in bytes: [UInt8]) -> [Int] {
+        var positions: [Int] = []
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] &- 48 < 10 { positions.append(index) }
+            index += 1
+        }
+        return positions
+    }
+}
+
+/// The fuzz tests draw with written-out arithmetic for speed; these are the standard library's draws,
+/// so a seed gives the cases it always gave.
+@Suite struct FuzzDrawTests {
+    @Test func writtenOutDrawsAreTheStandardLibrarys() {
+        var ours = SplitMix64(seed: 0x5EED_D4A3)
+        var library = SplitMix64(seed: 0x5EED_D4A3)
+        var mismatches: [String] = []
+        let ranges = [0..<1, 0..<2, 0..<3, 0..<7, 1..<129, -5..<5, 0..<600, 0..<(1 << 62) + 1, Int.min..<Int.max, Int.min..<0]
+        for round in 0..<20_000 {
+            let range = ranges[round % ranges.count]
+            let (int, expected) = (ours.int(range), Int.random(in: range, using: &library))
+            if int != expected { mismatches.append("int(\(range)): \(int), expected \(expected)") }
+            let probability = [0.0, 0.1, 0.5, 0.85, 1.0][round % 5]
+            if ours.chance(probability) != (Double.random(in: 0..<1, using: &library) < probability) { mismatches.append("chance(\(probability))") }
+            let scalarRange = SplitMix64.scalarRanges[round % SplitMix64.scalarRanges.count]
+            let (value, expectedValue) = (ours.uint32(in: scalarRange), UInt32.random(in: scalarRange, using: &library))
+            if value != expectedValue { mismatches.append("uint32(in: \(scalarRange)): \(value), expected \(expectedValue)") }
+            if ours.uint32(in: 0...UInt32.max) != UInt32.random(in: 0...UInt32.max, using: &library) { mismatches.append("uint32(in: full range)") }
+            if UInt8(truncatingIfNeeded: ours.next()) != UInt8.random(in: 0...255, using: &library) { mismatches.append("byte") }
+            if Int32(truncatingIfNeeded: ours.next()) != Int32.random(in: .min ... .max, using: &library) { mismatches.append("Int32") }
+            if Int64(truncatingIfNeeded: ours.next()) != Int64.random(in: .min ... .max, using: &library) { mismatches.append("Int64") }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) draws differ, first: \(mismatches.prefix(5))")
+    }
 }
 
 @Suite struct ManifestFuzzTests {
     static let path = "/bundle/items.manifest.json"
+    static let nameCharacters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-".utf8)
 
     static func randomManifest(_ rng: inout SplitMix64) -> SeedManifest {
-        let nameCharacters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-        var name = String((0..<rng.int(1..<129)).map { _ in rng.pick(nameCharacters) })
+        var nameBytes: [UInt8] = []
+        for _ in 0..<rng.int(1..<129) { nameBytes.append(rng.pick(Self.nameCharacters)) }
+        var name = String(decoding: nameBytes, as: UTF8.self)
         if name.hasPrefix(".") { name = "n" + name.dropFirst() }
         // Random text kept to what a version may hold: no control, format, separator or unassigned
         // scalar, at most 64 bytes of UTF-8.
@@ -103,13 +188,17 @@ enum Damage: String, CaseIterable {
         var file = rng.text(maxScalars: 30).filter { $0 != "/" && $0 != "\\" && $0 != "\0" }
         if file.isEmpty || file == "." || file == ".." { file = name + ".sqlite" }
         let pageSize = 1 << rng.int(9..<17)
-        let hex = { (rng: inout SplitMix64) in (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }.hexString }
+        let hex = { (rng: inout SplitMix64) in
+            var bytes: [UInt8] = []
+            for _ in 0..<32 { bytes.append(UInt8(truncatingIfNeeded: rng.next())) }  // as UInt8.random(in: 0...255, using:) draws
+            return bytes.hexString
+        }
         let steps = (0..<rng.int(0..<4)).map { index in
             SeedManifest.Step(id: String(format: "%04d_step.sql", index + 1), checksum: hex(&rng))
         }
         return SeedManifest(
             name: name, version: version, file: file, size: Int64(pageSize) * Int64(rng.int(1..<1_000_000)), sha256: hex(&rng),
-            userVersion: Int32.random(in: .min ... .max, using: &rng), applicationID: Int32.random(in: .min ... .max, using: &rng),
+            userVersion: Int32(truncatingIfNeeded: rng.next()), applicationID: Int32(truncatingIfNeeded: rng.next()),
             pageSize: pageSize, steps: steps)
     }
 
