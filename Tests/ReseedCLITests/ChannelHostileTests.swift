@@ -72,6 +72,40 @@ import Testing
         #expect(try sandbox.labels().count == 4)
     }
 
+    /// The preferences are the user's file: a validator edited to hold a line break must not
+    /// add a header of its own to the request (CR LF is one Character in Swift, so the check is on bytes).
+    @Test func aValidatorWithALineBreakInThePreferencesIsNotSent() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        #expect(try await sandbox.updater(bundled).update().version == "1.1.0")
+        let preferences = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
+        let etag = try #require(preferences.firstMatch(of: /"etag": ("(?:[^"\\]|\\.)*")/)?.output.1)
+        let smuggled = preferences.replacingOccurrences(of: String(etag), with: #""\"x\"\r\nIf-None-Match: \"x\"""#)
+        try #require(smuggled != preferences)
+        try Data(smuggled.utf8).write(to: sandbox.preferencesURL)
+
+        let before = try sandbox.server.requests().count
+        let again = try await sandbox.updater(bundled).update()
+        #expect(again.action == .upToDate)
+        let check = try #require(try sandbox.server.requests().dropFirst(before).first)
+        #expect(check.path == "/channel.json")
+        #expect(check.ifNoneMatch == nil, "the edited validator is left out, and nothing rides in on it")
+        #expect(try sandbox.labels().count == 4)
+    }
+
+    /// The timeout is the app's to choose: one of centuries is clamped for libcurl, not an overflow trap.
+    @Test func aTimeoutOfCenturiesIsClampedNotATrap() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        let outcome = try await sandbox.updater(bundled, timeout: .seconds(Int64.max / 2)).update()
+        #expect(outcome.version == "1.1.0")
+        #expect(try sandbox.labels().count == 4)
+    }
+
     @Test(arguments: [ChannelManifest.fileName, "items-1.1.0.sqlite"])
     func aGzipEncodedAnswerIsRefusedOnItsHeaders(file: String) async throws {
         let sandbox = try ChannelSandbox()

@@ -61,7 +61,7 @@ final class CurlExchange: Sendable {
     func run() async throws(ReseedError) -> HTTPTransfer.Response {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>) in
-                Thread.detachNewThread { continuation.resume(returning: self.perform()) }
+                startDetachedThread("reseed-transfer") { continuation.resume(returning: self.perform()) }
             }
         } onCancel: {
             self.state.withLock { $0.cancelled = true }
@@ -86,7 +86,7 @@ final class CurlExchange: Sendable {
         // libcurl sends no User-Agent of its own; some hosts refuse a request without one.
         var lines = headers
         if !lines.keys.contains(where: { $0.lowercased() == "user-agent" }) { lines["User-Agent"] = "Reseed" }
-        for (name, value) in lines.sorted(by: { $0.key < $1.key }) where !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+        for (name, value) in lines.sorted(by: { $0.key < $1.key }) where Self.isSafeHeaderText(name + value) {
             guard let longer = reseed_curl_slist_append(list, "\(name): \(value)") else {
                 return .failure(failure("libcurl cannot build the request headers (curl_slist_append)"))
             }
@@ -96,7 +96,10 @@ final class CurlExchange: Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         let code = errorText.withUnsafeMutableBufferPointer { buffer -> Int32 in
             let configured = configure(handle, headers: list, errorBuffer: buffer.baseAddress, context: context)
-            return configured != RESEED_CURLE_OK ? configured : reseed_curl_perform(handle)
+            let code = configured != RESEED_CURLE_OK ? configured : reseed_curl_perform(handle)
+            // The buffer lives only in this closure: libcurl must not keep its address.
+            _ = reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_ERRORBUFFER, nil)
+            return code
         }
         let written = errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         let detail = written.isEmpty ? String(cString: reseed_curl_strerror(code)) : String(decoding: written, as: UTF8.self)
@@ -106,7 +109,7 @@ final class CurlExchange: Sendable {
     /// Sets every option; returns the first failing CURLcode, or CURLE_OK.
     private func configure(_ handle: UnsafeMutableRawPointer, headers: UnsafeMutableRawPointer?,
                            errorBuffer: UnsafeMutablePointer<CChar>?, context: UnsafeMutableRawPointer) -> Int32 {
-        let milliseconds = max(1, Int(timeout.components.seconds) * 1000 + Int(timeout.components.attoseconds / 1_000_000_000_000_000))
+        let milliseconds = Self.milliseconds(timeout)
         let settings: [() -> Int32] = [
             { self.url.absoluteString.withCString { reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_URL, $0) } },
             { reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_ERRORBUFFER, errorBuffer) },
@@ -146,6 +149,22 @@ final class CurlExchange: Sendable {
         return RESEED_CURLE_OK
     }
 
+    /// True when `text` holds no carriage return, line feed or NUL byte. Checked on the bytes:
+    /// "\r\n" is a single Character, which a per-Character test for "\r" or "\n" misses.
+    static func isSafeHeaderText(_ text: String) -> Bool {
+        !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
+    }
+
+    /// `duration` in whole milliseconds for a libcurl `long` option: at least 1, and clamped
+    /// rather than overflowing for a duration of centuries.
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 1 }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow, whole <= Int64(Int32.max) else { return Int(Int32.max) }
+        return max(1, Int(whole) + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
     /// Limits `handle` to http and https, by name (libcurl 7.85 and later) or by bit mask.
     private static func allowHTTPOnly(_ handle: UnsafeMutableRawPointer, names: Int32, bits: Int32) -> Int32 {
         let code = "http,https".withCString { reseed_curl_setopt_pointer(handle, names, $0) }
@@ -174,7 +193,7 @@ final class CurlExchange: Sendable {
             if line.isEmpty {
                 state.status = nil
                 // libcurl goes on past an interim answer and past any 3xx with a Location.
-                if (100..<200).contains(status) || ((300..<400).contains(status) && state.headers["location"] != nil) { return nil }
+                if (100..<200).contains(status) || ((300..<400).contains(status) && !(state.headers["location"] ?? "").isEmpty) { return nil }
                 state.response = HTTPTransfer.Response(status: status, headers: state.headers)
                 return state.response
             }
