@@ -29,11 +29,16 @@ extension ReseedCommand {
                 let source = try preferences.recordedSource(of: storeName)
                 let storeURL = dataDirectory.appendingPathComponent(storeName + ".sqlite")
                 let size = (try? FileManager.default.attributesOfItem(atPath: storeURL.path)[.size] as? Int64) ?? nil
-                // The launcher's rule: a downloaded seed stays unless the shipped one is newer.
+                // The launcher's decision, without opening the store: a store the preferences do not
+                // record counts as one a launch installs (a launch may find it holds the shipped seed).
+                let state: Decision.StoreState = if size == nil { .missing } else {
+                    try .judging(storeURL.lastPathComponent, in: FileSystem().openDirectory(dataDirectory, create: false))
+                }
                 let matches = shipped.map { shipped in
-                    guard let recorded, size != nil else { return false }
-                    if recorded == shipped.version { return true }
-                    return source == .download && !SeedVersion(shipped.version).isNewer(than: SeedVersion(recorded))
+                    Decision.decide(
+                        name: shipped.name, version: shipped.version, source: .bundle,
+                        recorded: recorded.map { Decision.Recorded(version: $0, source: source ?? .bundle) }, store: state
+                    ).writesNothing
                 }
                 let preferencesState: String = switch contents {
                 case .missing: "missing"

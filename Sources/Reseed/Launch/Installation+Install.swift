@@ -11,38 +11,49 @@ import Logging
 import SystemPackage
 
 extension Installation {
-    /// Steps 3 to 5: copy and verify into a temp file, swap it in, record the version.
-    func install(_ outcome: inout LaunchOutcome, reason: LaunchOutcome.Reason, storeState: StoreState) throws(ReseedError) -> LaunchOutcome {
+    /// What steps 3 and 4 did, for the launch's outcome.
+    struct Installed {
+        /// Temporary files of an earlier, interrupted launch removed first.
+        var removedLeftovers: [String]
+        /// Where the old store was kept under a second name, when it was unusable.
+        var storeKeptAside: URL?
+    }
+
+    /// Steps 3 and 4: copy and verify into a temp file, swap it in. Recording the version is the caller's.
+    ///
+    /// - Parameters:
+    ///   - reason: why; a store that failed to open (``LaunchOutcome/Reason/storeInvalid``) is kept aside.
+    ///   - previousVersion: the version the store held, for the log.
+    ///   - storeState: what the store file is.
+    func install(reason: LaunchOutcome.Reason, previousVersion: String?, storeState: StoreState) throws(ReseedError) -> Installed {
         logger.info("installing seed", metadata: [
             "store": "\(storePath)", "version": "\(manifest.version)", "reason": "\(reason.rawValue)",
-            "previous": "\(outcome.previousVersion ?? "none")",
+            "previous": "\(previousVersion ?? "none")",
         ])
-        outcome.action = .installed
-        outcome.reason = reason
-        outcome.source = source
-        outcome.verification = configuration.verification
-        outcome.removedLeftovers = try during(.cleanUp, path: directory.url.path) {
+        let removedLeftovers = try during(.cleanUp, path: directory.url.path) {
             try directory.removeTemporaryFiles(for: storeName)
         }
-        if !outcome.removedLeftovers.isEmpty {
-            logger.notice("removed temporary files of an interrupted launch", metadata: ["files": "\(outcome.removedLeftovers)"])
+        if !removedLeftovers.isEmpty {
+            logger.notice("removed temporary files of an interrupted launch", metadata: ["files": "\(removedLeftovers)"])
         }
 
         let temporary = Directory.temporaryName(for: storeName)
-        try copyAndVerify(into: temporary)
+        try copyAndVerify(into: temporary, progress: configuration.progress)
+        let keptAside: URL?
         do {
-            try swap(in: temporary, storeState: storeState, outcome: &outcome)
+            keptAside = try swap(in: temporary, storeState: storeState, keepAside: reason == .storeInvalid)
         } catch {
             _ = try? directory.remove(temporary)
             throw error
         }
-        if let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
         logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
-        return outcome
+        return Installed(removedLeftovers: removedLeftovers, storeKeptAside: keptAside)
     }
 
     /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
-    func copyAndVerify(into temporary: String) throws(ReseedError) {
+    ///
+    /// ``verification`` says how thoroughly; `progress` is called with (bytes copied, total bytes).
+    func copyAndVerify(into temporary: String, progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(ReseedError) {
         let seedPath = seed.fileURL.path
         let source: OwnedDescriptor
         do {
@@ -56,10 +67,9 @@ extension Installation {
         let (sourceFD, destinationFD) = (source.raw, destination.raw)
         do {
             let total = manifest.size
-            let progress = configuration.progress
             // At most one byte more than the manifest says: a longer source (a file that grows, a huge
             // sparse file) is refused after size + 1 bytes, never copied until the disk fills.
-            let copier = FileCopier(hashing: configuration.verification == .checksum, limit: manifest.size + 1, progress: progress.map { report in
+            let copier = FileCopier(hashing: verification == .checksum, limit: manifest.size + 1, progress: progress.map { report in
                 { @Sendable done in report(done, total) }
             })
             let copied = try during(.copy, path: seedPath) {
@@ -116,7 +126,7 @@ extension Installation {
             throw verificationFailure(
                 "seed user_version/application_id are \(header.userVersion)/\(header.applicationID), the manifest says \(manifest.userVersion)/\(manifest.applicationID)")
         }
-        if configuration.verification == .checksum {
+        if verification == .checksum {
             guard let digest = copied.sha256 else { throw verificationFailure("no checksum was computed") }
             guard digest == manifest.sha256 else {
                 throw verificationFailure("seed SHA-256 is \(digest), the manifest says \(manifest.sha256)")
@@ -164,7 +174,12 @@ extension Installation {
     }
 
     /// Step 4: no one has the old store open; sidecars gone; rename; directory fsync.
-    func swap(in temporary: String, storeState: StoreState, outcome: inout LaunchOutcome) throws(ReseedError) {
+    ///
+    /// A store that is not a usable database, or any store when `keepAside` (it failed to open),
+    /// first gets a second name so replacing it loses nothing.
+    ///
+    /// - Returns: that second name, when the old store was kept aside.
+    func swap(in temporary: String, storeState: StoreState, keepAside: Bool) throws(ReseedError) -> URL? {
         var storeGuard: StoreGuard?
         defer { storeGuard?.release() }
         var invalid = storeState == .notSQLite
@@ -181,8 +196,9 @@ extension Installation {
                                   message: "the store is open in another connection or process (\(why)); waited \(configuration.busyTimeout), changed nothing")
             }
         }
-        if invalid || outcome.reason == .storeInvalid, try during(.inspectStore, path: storePath, { try directory.status(storeName) }) != nil {
-            outcome.storeKeptAside = try keepAside()
+        var keptAside: URL?
+        if invalid || keepAside, try during(.inspectStore, path: storePath, { try directory.status(storeName) }) != nil {
+            keptAside = try keepStoreAside()
         }
         try during(.removeSidecars, path: storePath) {
             for suffix in ["-wal", "-shm", "-journal"] {
@@ -193,10 +209,11 @@ extension Installation {
             try directory.rename(temporary, to: storeName)
             try directory.sync()
         }
+        return keptAside
     }
 
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.
-    private func keepAside() throws(ReseedError) -> URL {
+    private func keepStoreAside() throws(ReseedError) -> URL {
         let name = "\(storeName).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
         try during(.replace, path: storePath) { try directory.link(storeName, to: name) }
         logger.warning("kept the unusable store aside", metadata: ["at": "\(directory.path(name))"])

@@ -23,12 +23,36 @@ struct Installation {
     var logger: Logger { configuration.logger }
     var storeName: String { manifest.storeFileName }
     var storePath: String { directory.path(storeName) }
+    /// How the copy is checked: as configured for the bundled seed, the full SHA-256 always for a download.
+    var verification: Verification { source == .download ? .checksum : configuration.verification }
 
     /// What the store file is, judged from its first 16 bytes.
-    enum StoreState { case missing, notSQLite, sqlite }
+    typealias StoreState = Decision.StoreState
 
+    /// A launch, as DESIGN.md's steps 2 to 5 (the launcher holds the lock of step 1 and opens the store, step 6).
     func run(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
+        // Step 2, read: a legacy store moved into place, the preferences, the store's first 16 bytes
+        // (and its embedded version, only when nothing is recorded for a database in place).
         let adoption = try adoptLegacyStore()
+        let (recorded, movedAside) = try readPreferences()
+        let state = try storeState()
+        let embedded = Decision.looksAtEmbeddedMetadata(source: source, recorded: recorded, store: state, forcing: forcedReason)
+            ? try? SeedMetadata.read(path: storePath) : nil
+        // Step 2, decide.
+        let decision = Decision.decide(
+            name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
+            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason)
+        // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
+        var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
+        // Step 5, record the version when the store changed or the preferences did not say what it holds.
+        if !decision.writesNothing, let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        outcome.adoptedFrom = adoption.adoptedFrom
+        outcome.legacyStoresLeftInPlace = adoption.leftInPlace
+        return outcome
+    }
+
+    /// What the preferences record for this store; a corrupt file is moved aside first (and where returned).
+    private func readPreferences() throws(ReseedError) -> (recorded: Decision.Recorded?, movedAside: URL?) {
         var (contents, entries) = try preferences.readEntries()
         var movedAside: URL?
         if case .corrupt(let why) = contents {
@@ -41,74 +65,81 @@ struct Installation {
                 "path": "\(preferences.url.path)", "bytes": "\(size)", "limit": "\(PreferencesFile.maximumFileSize)",
             ])
         }
-        let recorded: String? = if case .valid(let versions) = contents { versions[manifest.name] } else { nil }
-        let recordedSource = entries[manifest.name]?.source ?? .bundle
-        let state = try storeState()
-        var outcome = LaunchOutcome(
-            action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded,
-            change: recorded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) },
-            storeURL: URL(fileURLWithPath: storePath, isDirectory: false), preferencesMovedAside: movedAside)
-        outcome.adoptedFrom = adoption.adoptedFrom
-        outcome.legacyStoresLeftInPlace = adoption.leftInPlace
+        return (recorded(contents, entries), movedAside)
+    }
 
-        if let forcedReason {
-            return try install(&outcome, reason: forcedReason, storeState: state)
+    /// The version and source recorded for this store, when the preferences are valid and have them.
+    func recorded(_ contents: PreferencesFile.Contents, _ entries: [String: PreferencesFile.Entry]) -> Decision.Recorded? {
+        guard case .valid = contents, let entry = entries[manifest.name], let version = entry.version else { return nil }
+        return Decision.Recorded(version: version, source: entry.source ?? .bundle)
+    }
+
+    /// Acts on `decision`: installs the seed (steps 3 and 4) when it says so, and says what the launch did.
+    /// Recording the version (step 5) is the caller's.
+    func act(
+        on decision: Decision, recorded: Decision.Recorded?, storeState: StoreState, preferencesMovedAside movedAside: URL?
+    ) throws(ReseedError) -> LaunchOutcome {
+        var outcome = LaunchOutcome(
+            action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded?.version,
+            change: change(from: recorded?.version), storeURL: URL(fileURLWithPath: storePath, isDirectory: false),
+            preferencesMovedAside: movedAside)
+        switch decision {
+        case .upToDate:
+            logger.debug("store is up to date", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
+            outcome.source = recorded?.source ?? .bundle
+        case .keepDownloaded(let version):
+            logger.debug("store holds a downloaded seed the bundled one is not newer than; keeping it", metadata: [
+                "store": "\(storePath)", "version": "\(version)", "bundled": "\(manifest.version)",
+            ])
+            outcome.version = version
+            outcome.change = nil
+            outcome.source = .download
+        case .recordVersion(let reason):
+            logger.notice("store holds the shipped seed but the preferences did not say so; recording its version",
+                          metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
+            outcome.action = .repaired
+            outcome.reason = reason
+        case .install(let reason, let previousVersion):
+            let installed = try install(reason: reason, previousVersion: previousVersion, storeState: storeState)
+            outcome.action = .installed
+            outcome.reason = reason
+            outcome.source = source
+            outcome.verification = verification
+            outcome.previousVersion = previousVersion
+            outcome.change = change(from: previousVersion)
+            outcome.removedLeftovers = installed.removedLeftovers
+            outcome.storeKeptAside = installed.storeKeptAside
         }
-        if let recorded {
-            if recorded == manifest.version, state == .sqlite {
-                logger.debug("store is up to date", metadata: ["store": "\(storePath)", "version": "\(recorded)"])
-                outcome.source = recordedSource
-                return outcome
-            }
-            // A seed downloaded while the app ran stays until the bundle brings a newer one
-            // (or it turns out unusable: missing, not SQLite here; failing to open, in launch()).
-            if recordedSource == .download, state == .sqlite, !SeedVersion(manifest.version).isNewer(than: SeedVersion(recorded)) {
-                logger.debug("store holds a downloaded seed the bundled one is not newer than; keeping it", metadata: [
-                    "store": "\(storePath)", "version": "\(recorded)", "bundled": "\(manifest.version)",
-                ])
-                outcome.version = recorded
-                outcome.change = nil
-                outcome.source = .download
-                return outcome
-            }
-            let reason: LaunchOutcome.Reason = switch state {
-            case .missing: .storeMissing
-            case .notSQLite: .storeInvalid
-            case .sqlite: .versionChanged
-            }
-            return try install(&outcome, reason: reason, storeState: state)
-        }
-        let unrecorded: LaunchOutcome.Reason = movedAside != nil ? .preferencesCorrupt : .preferencesMissing
-        switch state {
-        case .missing:
-            return try install(&outcome, reason: movedAside != nil ? .preferencesCorrupt : .fresh, storeState: state)
-        case .notSQLite:
-            return try install(&outcome, reason: movedAside != nil ? .preferencesCorrupt : .storeInvalid, storeState: state)
-        case .sqlite:
-            let embedded = try? SeedMetadata.read(path: storePath)
-            if let embedded, embedded.name == manifest.name, embedded.version == manifest.version {
-                logger.notice("store holds the shipped seed but the preferences did not say so; recording its version",
-                              metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
-                outcome.preferencesMovedAside = try recordVersion() ?? movedAside
-                outcome.action = .repaired
-                outcome.reason = unrecorded
-                return outcome
-            }
-            outcome.previousVersion = embedded?.version
-            outcome.change = embedded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0.version)) }
-            return try install(&outcome, reason: unrecorded, storeState: state)
-        }
+        return outcome
+    }
+
+    /// Upgrade or downgrade from `previous` to the offered seed, when both parse as SemVer.
+    private func change(from previous: String?) -> SeedVersion.Change? {
+        previous.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) }
     }
 
     /// Judges the store from its first 16 bytes, without opening it as a database.
     func storeState() throws(ReseedError) -> StoreState {
+        try .judging(storeName, in: directory)
+    }
+
+    /// Step 5: records the seed's version and source; returns where corrupt preferences were moved, if they were.
+    func recordVersion() throws(ReseedError) -> URL? {
+        try preferences.record(version: manifest.version, source: source, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+    }
+}
+
+extension Decision.StoreState {
+    /// Judges the store file `name` in `directory` from its first 16 bytes, without opening it as a database.
+    package static func judging(_ name: String, in directory: Directory) throws(ReseedError) -> Self {
+        let storePath = directory.path(name)
         // This process has it open through Reseed: it is a database, and opening and
         // closing a descriptor of it here would drop SQLite's locks on it.
         if OpenStores.isOpen(storePath) { return .sqlite }
         return try during(.inspectStore, path: storePath) {
             let opened: OwnedDescriptor?
             do {
-                opened = try directory.openForReading(storeName)
+                opened = try directory.openForReading(name)
             } catch let failure as FileSystemFailure where failure.reason != nil {
                 // A FIFO, a device or a socket in the store's place: no database; replaced and kept aside.
                 return .notSQLite
@@ -119,9 +150,5 @@ struct Installation {
             }
             return StoreHeader.hasMagic(bytes) ? .sqlite : .notSQLite
         }
-    }
-
-    func recordVersion() throws(ReseedError) -> URL? {
-        try preferences.record(version: manifest.version, source: source, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
     }
 }

@@ -42,8 +42,8 @@ extension LiveStore {
     /// - Throws: ``ReseedError``: ``ReseedError/Code/verificationFailed`` for a bad download,
     ///   ``ReseedError/Code/storeBusy`` when another process has the store open, and so on.
     @discardableResult
-    public func replace(with seed: Seed) async throws -> ReplaceOutcome {
-        try await changes.run {
+    public func replace(with seed: Seed) async throws(ReseedError) -> ReplaceOutcome {
+        try await changes.run { () async throws(ReseedError) -> ReplaceOutcome in
             do throws(ReseedError) {
                 return try await self.performReplace(seed)
             } catch {
@@ -59,11 +59,10 @@ extension LiveStore {
             throw ReseedError(.invalidArgument, step: .readManifest, path: seed.manifestURL.path,
                               message: "the seed is for store '\(seed.manifest.name)', this store is '\(name)'")
         }
-        var checking = launcher
-        checking.configuration.verification = .checksum
-        checking.configuration.progress = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
-        let verifying = checking
-        let prepared = try await offload("reseed-replace") { () throws(ReseedError) in try Self.copyBeside(seed, launcher: verifying) }
+        let progress: @Sendable (Int64, Int64) -> Void = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
+        let prepared = try await offload("reseed-replace") { () throws(ReseedError) in
+            try Self.copyBeside(seed, launcher: launcher, progress: progress)
+        }
         defer { prepared.lock.release() }
 
         await noticeObservers(of: seed.manifest.version)
@@ -98,7 +97,10 @@ extension LiveStore {
         var temporary: String
     }
 
-    private static func copyBeside(_ seed: Seed, launcher: Launcher) throws(ReseedError) -> PreparedCopy {
+    /// The copy is verified as every download is, with the full SHA-256; `progress` hears of it.
+    private static func copyBeside(
+        _ seed: Seed, launcher: Launcher, progress: @escaping @Sendable (Int64, Int64) -> Void
+    ) throws(ReseedError) -> PreparedCopy {
         let locked = try launcher.lockStore(seed.manifest)
         do throws(ReseedError) {
             let installation = Installation(
@@ -107,7 +109,7 @@ extension LiveStore {
                 try locked.directory.removeTemporaryFiles(for: seed.manifest.storeFileName)
             }
             let temporary = Directory.temporaryName(for: seed.manifest.storeFileName)
-            try installation.copyAndVerify(into: temporary)
+            try installation.copyAndVerify(into: temporary, progress: progress)
             do throws(ReseedError) {
                 try switchToWAL(temporary, in: locked.directory)
             } catch {
@@ -149,14 +151,12 @@ extension LiveStore {
             try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
             try pool.close()
         }
-        var outcome = LaunchOutcome(
-            action: .installed, reason: .versionChanged, name: prepared.installation.manifest.name,
-            version: prepared.installation.manifest.version, previousVersion: nil, change: nil, storeURL: URL(fileURLWithPath: path, isDirectory: false))
         let storeName = prepared.installation.storeName
         var retired: String? = Directory.temporaryName(for: storeName)
         if let name = retired, (try? prepared.directory.link(storeName, to: name)) == nil { retired = nil }
         do {
-            try prepared.installation.swap(in: prepared.temporary, storeState: .sqlite, outcome: &outcome)
+            // The open store is a database: it is kept aside only if the guard finds it is not one.
+            _ = try prepared.installation.swap(in: prepared.temporary, storeState: .sqlite, keepAside: false)
         } catch {
             _ = try? prepared.directory.remove(prepared.temporary)
             if let retired { _ = try? prepared.directory.remove(retired) }

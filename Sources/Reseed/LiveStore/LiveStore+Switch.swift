@@ -18,8 +18,8 @@ extension LiveStore {
     /// - Returns: what the launch at the other location did.
     /// - Throws: ``ReseedError``; the current store then stays open.
     @discardableResult
-    public func switchTo(_ other: Launcher) async throws -> LaunchOutcome {
-        try await changes.run {
+    public func switchTo(_ other: Launcher) async throws(ReseedError) -> LaunchOutcome {
+        try await changes.run { () async throws(ReseedError) -> LaunchOutcome in
             let outcome = try await offload { () throws(ReseedError) in try other.prepare() }
             let current = self.state.withLock { $0.pool.path }
             if current == outcome.storeURL.path {

@@ -135,7 +135,7 @@ actor AsyncSerialQueue {
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
 
-    func run<T: Sendable>(_ job: @Sendable () async throws -> T) async throws -> T {
+    func run<T: Sendable, E: Error>(_ job: @Sendable () async throws(E) -> T) async throws(E) -> T {
         if busy {
             await withCheckedContinuation { waiting.append($0) }
         }

@@ -196,11 +196,7 @@ public struct ChannelUpdater: Sendable {
     private func install(_ seed: Seed) async throws(ReseedError) {
         switch target {
         case .store(let store):
-            do {
-                try await store.replace(with: seed)
-            } catch {
-                throw ReseedError.wrapping(error, step: .replace, path: seed.fileURL.path)
-            }
+            try await store.replace(with: seed)
         case .launcher(let launcher):
             _ = try await offload { () throws(ReseedError) in try launcher.installDownloaded(seed) }
         }

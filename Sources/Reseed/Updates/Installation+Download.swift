@@ -9,36 +9,25 @@ extension Launcher {
     /// - Throws: ``ReseedError`` as ``prepare()`` does: ``ReseedError/Code/storeBusy`` while
     ///   another connection has the store open (use ``LiveStore/replace(with:)`` then).
     func installDownloaded(_ seed: Seed) throws(ReseedError) -> LaunchOutcome {
-        var verifying = self
-        verifying.configuration.verification = .checksum
-        let locked = try verifying.lockStore(seed.manifest)
+        let locked = try lockStore(seed.manifest)
         defer { locked.lock.release() }
-        return try Installation(
-            launcher: verifying, seed: seed, directory: locked.directory, preferences: verifying.preferences, source: .download
-        ).installDownloaded()
+        return try Installation(launcher: self, seed: seed, directory: locked.directory, preferences: preferences, source: .download)
+            .installDownloaded()
     }
 }
 
 extension Installation {
     /// Under the store's lock: installs ``seed`` unless the store already holds its version.
+    ///
+    /// The launch's steps 2 to 5 without its preparations: no legacy store is adopted and
+    /// corrupt preferences are not moved aside here (recording the version does that).
     func installDownloaded() throws(ReseedError) -> LaunchOutcome {
         let (contents, entries) = try preferences.readEntries()
-        let recorded: String? = if case .valid = contents { entries[manifest.name]?.version } else { nil }
+        let recorded = recorded(contents, entries)
         let state = try storeState()
-        var outcome = LaunchOutcome(
-            action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded,
-            change: recorded.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) },
-            storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
-        outcome.source = entries[manifest.name]?.source ?? .bundle
-        if recorded == manifest.version, state == .sqlite {
-            logger.debug("store already holds the downloaded version", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
-            return outcome
-        }
-        let reason: LaunchOutcome.Reason = switch state {
-        case .missing: recorded == nil ? .fresh : .storeMissing
-        case .notSQLite: .storeInvalid
-        case .sqlite: .versionChanged
-        }
-        return try install(&outcome, reason: reason, storeState: state)
+        let decision = Decision.decide(name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state)
+        var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: nil)
+        if !decision.writesNothing, let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        return outcome
     }
 }
