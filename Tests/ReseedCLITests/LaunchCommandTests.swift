@@ -91,6 +91,21 @@ import Testing
         #expect((after["storeSize"] as? Int ?? 0) > 0)
     }
 
+    @Test func statusDecidesAsALaunchWhenTheStoreIsNotSQLite() throws {
+        let sandbox = try TemporaryDirectory()
+        let data = sandbox.appending("data")
+        let seed = try itemsSeed("1.0.0", in: sandbox)
+        _ = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path])
+        let store = data.appendingPathComponent("items.sqlite")
+        let garbage = Data("not a database, though the version is recorded".utf8)
+        try garbage.write(to: store)
+        let status = try jsonObject(try ReseedBinary.run(["status", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
+        #expect(status["recordedVersion"] as? String == "1.0.0")
+        #expect(status["storePresent"] as? Bool == true)
+        #expect(status["upToDate"] as? Bool == false)
+        #expect(try Data(contentsOf: store) == garbage)
+    }
+
     @Test func launchWithNoFlagsUsesTheRepositoryExample() throws {
         let sandbox = try TemporaryDirectory()
         let root = ReseedBinary.packageRoot
