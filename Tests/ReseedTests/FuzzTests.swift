@@ -1,4 +1,5 @@
 import Foundation
+import ReseedPackaging
 import ReseedTesting
 import Testing
 @testable import Reseed

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedPackaging
 import Testing
 
 @Suite struct ManifestTests {

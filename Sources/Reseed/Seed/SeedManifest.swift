@@ -84,25 +84,6 @@ public struct SeedManifest: Sendable, Hashable {
     /// The manifest file name for this seed: `<name>.manifest.json`.
     public var manifestFileName: String { name + Self.fileSuffix }
 
-    /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.
-    public func encoded() -> Data {
-        let steps = self.steps.map { step in
-            "    {\"id\": \(JSONNode.quote(step.id)), \"checksum\": \(JSONNode.quote(step.checksum))}"
-        }
-        let lines = [
-            "  \"format\": \(format)",
-            "  \"name\": \(JSONNode.quote(name))",
-            "  \"version\": \(JSONNode.quote(version))",
-            "  \"file\": \(JSONNode.quote(file))",
-            "  \"size\": \(size)",
-            "  \"sha256\": \(JSONNode.quote(sha256))",
-            "  \"userVersion\": \(userVersion)",
-            "  \"applicationID\": \(applicationID)",
-            "  \"pageSize\": \(pageSize)",
-            steps.isEmpty ? "  \"steps\": []" : "  \"steps\": [\n" + steps.joined(separator: ",\n") + "\n  ]",
-        ]
-        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
-    }
 }
 
 extension SeedManifest {

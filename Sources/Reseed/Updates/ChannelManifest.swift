@@ -5,7 +5,7 @@ import Foundation
 /// A channel is a folder of static files on any HTTP host: the seed files, named by
 /// version so that a new publish never changes a file a client may be downloading, this
 /// manifest, and `channel.json.sig`, a detached Ed25519 signature over the manifest's
-/// exact bytes (see ``ChannelPublicKey``). `reseed publish` (``ChannelPublisher``) writes
+/// exact bytes (see ``ChannelPublicKey``). `reseed publish` (`ChannelPublisher`, in `ReseedPackaging`) writes
 /// all three; a ``ChannelUpdater`` reads them.
 ///
 /// ```json
@@ -87,23 +87,6 @@ public struct ChannelManifest: Sendable, Hashable {
         SeedManifest(
             name: name, version: version, file: file, size: size, sha256: sha256,
             userVersion: userVersion, applicationID: applicationID, pageSize: pageSize, steps: [])
-    }
-
-    /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
-    public func encoded() -> Data {
-        let lines = [
-            "  \"format\": \(format)",
-            "  \"minimumFormat\": \(minimumFormat)",
-            "  \"name\": \(JSONNode.quote(name))",
-            "  \"version\": \(JSONNode.quote(version))",
-            "  \"file\": \(JSONNode.quote(file))",
-            "  \"size\": \(size)",
-            "  \"sha256\": \(JSONNode.quote(sha256))",
-            "  \"userVersion\": \(userVersion)",
-            "  \"applicationID\": \(applicationID)",
-            "  \"pageSize\": \(pageSize)",
-        ]
-        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }
 
     /// Checks and decodes manifest bytes (already verified against their signature); `source` names them in errors.

@@ -1,0 +1,21 @@
+import Foundation
+import Reseed
+
+extension ChannelManifest {
+    /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
+    public func encoded() -> Data {
+        let lines = [
+            "  \"format\": \(format)",
+            "  \"minimumFormat\": \(minimumFormat)",
+            "  \"name\": \(JSONNode.quote(name))",
+            "  \"version\": \(JSONNode.quote(version))",
+            "  \"file\": \(JSONNode.quote(file))",
+            "  \"size\": \(size)",
+            "  \"sha256\": \(JSONNode.quote(sha256))",
+            "  \"userVersion\": \(userVersion)",
+            "  \"applicationID\": \(applicationID)",
+            "  \"pageSize\": \(pageSize)",
+        ]
+        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}
