@@ -65,7 +65,7 @@ let package = Package(
             path: "Benchmarks/ReseedBenchmarks"),
         .testTarget(
             name: "ReseedTests",
-            dependencies: ["Reseed", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["Reseed", "ReseedPackaging", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedPackagingTests",
             dependencies: ["ReseedPackaging", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -74,7 +74,7 @@ let package = Package(
             dependencies: ["ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedCLITests",
-            dependencies: ["reseed", "ReseedTesting", "Reseed", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["reseed", "ReseedTesting", "Reseed", "ReseedPackaging", .product(name: "GRDB", package: "GRDB.swift")],
             // The channel server the update tests start (python3); run from its place in the source tree.
             exclude: ["channel_server.py"]),
     ],

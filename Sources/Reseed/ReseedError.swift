@@ -107,7 +107,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
 
 extension ReseedError {
     /// Converts any error thrown while doing `step` into a ``ReseedError`` that names it.
-    static func wrapping(_ error: any Error, step: Step, path: String? = nil) -> ReseedError {
+    package static func wrapping(_ error: any Error, step: Step, path: String? = nil) -> ReseedError {
         switch error {
         case let error as ReseedError:
             return error
@@ -122,7 +122,7 @@ extension ReseedError {
 }
 
 /// Runs `body` as `step`: any error it throws comes out as a ``ReseedError`` naming the step.
-func during<T: ~Copyable>(_ step: ReseedError.Step, path: String? = nil, _ body: () throws -> T) throws(ReseedError) -> T {
+package func during<T: ~Copyable>(_ step: ReseedError.Step, path: String? = nil, _ body: () throws -> T) throws(ReseedError) -> T {
     do {
         return try body()
     } catch {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Reseed
+import ReseedPackaging
 
 extension ReseedCommand {
     struct Publish: ParsableCommand {

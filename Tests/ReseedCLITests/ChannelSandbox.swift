@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedPackaging
 import ReseedTesting
 
 /// A temporary directory with seeds of the `items` store at any version, a signing key, a channel

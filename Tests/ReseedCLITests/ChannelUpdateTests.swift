@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedPackaging
 import ReseedTesting
 import Synchronization
 import Testing

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import GRDB
 import Reseed
+import ReseedPackaging
 import ReseedTesting
 import Testing
 

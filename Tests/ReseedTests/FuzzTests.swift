@@ -1,4 +1,5 @@
 import Foundation
+import ReseedPackaging
 import ReseedTesting
 import Testing
 @testable import Reseed
@@ -196,10 +197,11 @@ enum Damage: String, CaseIterable {
         let steps = (0..<rng.int(0..<4)).map { index in
             SeedManifest.Step(id: String(format: "%04d_step.sql", index + 1), checksum: hex(&rng))
         }
-        return SeedManifest(
+        let facts = SeedFacts(
             name: name, version: version, file: file, size: Int64(pageSize) * Int64(rng.int(1..<1_000_000)), sha256: hex(&rng),
             userVersion: Int32(truncatingIfNeeded: rng.next()), applicationID: Int32(truncatingIfNeeded: rng.next()),
-            pageSize: pageSize, steps: steps)
+            pageSize: pageSize)
+        return SeedManifest(facts: facts, steps: steps)
     }
 
     /// Every promise ``SeedManifest/decode(_:path:)`` documents about a manifest it returns.

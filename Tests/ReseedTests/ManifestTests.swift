@@ -1,12 +1,14 @@
 import Foundation
 import Reseed
+import ReseedPackaging
 import Testing
 
 @Suite struct ManifestTests {
     static let valid = SeedManifest(
-        name: "triage", version: "2.0.0", file: "triage.sqlite", size: 8192,
-        sha256: String(repeating: "ab", count: 32), userVersion: 3, applicationID: SeedMetadata.applicationID,
-        pageSize: 4096, steps: [.init(id: "0001_schema.sql", checksum: String(repeating: "cd", count: 32))])
+        facts: SeedFacts(
+            name: "triage", version: "2.0.0", file: "triage.sqlite", size: 8192,
+            sha256: String(repeating: "ab", count: 32), userVersion: 3, applicationID: SeedMetadata.applicationID, pageSize: 4096),
+        steps: [.init(id: "0001_schema.sql", checksum: String(repeating: "cd", count: 32))])
 
     func decode(_ text: String) throws(ReseedError) -> SeedManifest {
         try SeedManifest.decode(Array(text.utf8), path: "/bundle/triage.manifest.json")

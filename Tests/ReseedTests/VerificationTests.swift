@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedPackaging
 import ReseedTesting
 import Testing
 

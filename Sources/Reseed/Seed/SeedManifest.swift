@@ -19,6 +19,7 @@ import Foundation
 ///   "steps": [{"id": "0001_schema.sql", "checksum": "2c26b4…"}]
 /// }
 /// ```
+@dynamicMemberLookup
 public struct SeedManifest: Sendable, Hashable {
     /// The manifest format this version of Reseed reads and writes.
     public static let currentFormat = 1
@@ -42,67 +43,31 @@ public struct SeedManifest: Sendable, Hashable {
         }
     }
 
+    /// The manifest format the file was written in.
     public var format: Int
-    /// The store name; the live store is `<name>.sqlite` in the data directory.
-    public var name: String
-    /// The seed version (SemVer when it parses as such).
-    public var version: String
-    /// The seed's file name, beside the manifest: a plain name, never a path.
-    public var file: String
-    /// The seed's size in bytes.
-    public var size: Int64
-    /// Lowercase hex SHA-256 of the seed file.
-    public var sha256: String
-    /// The seed's `PRAGMA user_version`.
-    public var userVersion: Int32
-    /// The seed's `PRAGMA application_id`.
-    public var applicationID: Int32
-    /// The seed's page size in bytes.
-    public var pageSize: Int
+    /// The seed's name, version, file, size, SHA-256 and header values, read as the manifest's own
+    /// (`manifest.version`).
+    public var facts: SeedFacts
     /// The migration steps that built the seed, in order.
     public var steps: [Step]
 
-    public init(
-        format: Int = SeedManifest.currentFormat, name: String, version: String, file: String, size: Int64,
-        sha256: String, userVersion: Int32, applicationID: Int32, pageSize: Int, steps: [Step]
-    ) {
+    public init(format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step]) {
         self.format = format
-        self.name = name
-        self.version = version
-        self.file = file
-        self.size = size
-        self.sha256 = sha256
-        self.userVersion = userVersion
-        self.applicationID = applicationID
-        self.pageSize = pageSize
+        self.facts = facts
         self.steps = steps
     }
 
+    /// A field of ``facts`` as the manifest's own: `manifest.version` is `manifest.facts.version`.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<SeedFacts, Value>) -> Value {
+        get { facts[keyPath: field] }
+        set { facts[keyPath: field] = newValue }
+    }
+
     /// The store file name in the data directory: `<name>.sqlite`.
-    public var storeFileName: String { name + ".sqlite" }
+    public var storeFileName: String { facts.name + ".sqlite" }
 
     /// The manifest file name for this seed: `<name>.manifest.json`.
-    public var manifestFileName: String { name + Self.fileSuffix }
-
-    /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.
-    public func encoded() -> Data {
-        let steps = self.steps.map { step in
-            "    {\"id\": \(JSONNode.quote(step.id)), \"checksum\": \(JSONNode.quote(step.checksum))}"
-        }
-        let lines = [
-            "  \"format\": \(format)",
-            "  \"name\": \(JSONNode.quote(name))",
-            "  \"version\": \(JSONNode.quote(version))",
-            "  \"file\": \(JSONNode.quote(file))",
-            "  \"size\": \(size)",
-            "  \"sha256\": \(JSONNode.quote(sha256))",
-            "  \"userVersion\": \(userVersion)",
-            "  \"applicationID\": \(applicationID)",
-            "  \"pageSize\": \(pageSize)",
-            steps.isEmpty ? "  \"steps\": []" : "  \"steps\": [\n" + steps.joined(separator: ",\n") + "\n  ]",
-        ]
-        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
-    }
+    public var manifestFileName: String { facts.name + Self.fileSuffix }
 }
 
 extension SeedManifest {
@@ -136,10 +101,8 @@ extension SeedManifest {
         guard format == Int64(currentFormat) else {
             throw fields.invalid("format", "unknown manifest format \(format); this Reseed reads format \(currentFormat)")
         }
-        var manifest = try fields.seedFacts()
-        manifest.format = Int(format)
-        manifest.steps = try fields.steps()
-        return manifest
+        let facts = try fields.seedFacts()
+        return SeedManifest(format: Int(format), facts: facts, steps: try fields.steps())
     }
 
     /// The longest store name, in UTF-8 bytes (128).
@@ -207,9 +170,9 @@ struct ManifestFields {
     /// The step failures name.
     var step: ReseedError.Step = .readManifest
 
-    /// The fields every manifest of a seed has, checked: name, version, file, page size, size,
-    /// SHA-256, `user_version`, `application_id` (the seed manifest and the channel manifest share them).
-    func seedFacts() throws(ReseedError) -> SeedManifest {
+    /// The fields every manifest of a seed has (``SeedFacts``), checked: name, version, file, page size,
+    /// size, SHA-256, `user_version`, `application_id`.
+    func seedFacts() throws(ReseedError) -> SeedFacts {
         let name = try string("name")
         guard SeedManifest.isValidStoreName(name) else {
             throw invalid("name", "store name \(JSONNode.quote(name)) must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
@@ -232,9 +195,9 @@ struct ManifestFields {
         guard SeedManifest.isSHA256(sha256) else { throw invalid("sha256", "sha256 must be 64 lowercase hex digits") }
         let userVersion = try integer("userVersion", in: Int64(Int32.min)...Int64(Int32.max))
         let applicationID = try integer("applicationID", in: Int64(Int32.min)...Int64(Int32.max))
-        return SeedManifest(
+        return SeedFacts(
             name: name, version: version, file: file, size: size, sha256: sha256,
-            userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize), steps: [])
+            userVersion: Int32(userVersion), applicationID: Int32(applicationID), pageSize: Int(pageSize))
     }
 
     func invalid(_ field: String?, _ message: String) -> ReseedError {

@@ -5,7 +5,7 @@ import Foundation
 /// A channel is a folder of static files on any HTTP host: the seed files, named by
 /// version so that a new publish never changes a file a client may be downloading, this
 /// manifest, and `channel.json.sig`, a detached Ed25519 signature over the manifest's
-/// exact bytes (see ``ChannelPublicKey``). `reseed publish` (``ChannelPublisher``) writes
+/// exact bytes (see ``ChannelPublicKey``). `reseed publish` (`ChannelPublisher`, in `ReseedPackaging`) writes
 /// all three; a ``ChannelUpdater`` reads them.
 ///
 /// ```json
@@ -26,7 +26,8 @@ import Foundation
 /// `format` is the format the publisher wrote; `minimumFormat` the oldest format a
 /// reader must know to use it. A reader ignores keys it does not know, and refuses a
 /// manifest whose `minimumFormat` is newer than its own format. The other fields are the
-/// seed manifest's (``SeedManifest``) but for the migration steps, which a client does not need.
+/// seed manifest's (``SeedFacts``) but for the migration steps, which a client does not need.
+@dynamicMemberLookup
 public struct ChannelManifest: Sendable, Hashable {
     /// The channel format this version of Reseed writes, and the newest it reads.
     public static let currentFormat = 1
@@ -41,35 +42,28 @@ public struct ChannelManifest: Sendable, Hashable {
     public var format: Int
     /// The oldest channel format a reader must know to use this manifest.
     public var minimumFormat: Int
-    /// The store name.
-    public var name: String
-    /// The seed version.
-    public var version: String
-    /// The seed's file name in the channel folder: a plain name, never a path.
-    public var file: String
-    /// The seed's size in bytes; a download never reads more.
-    public var size: Int64
-    /// Lowercase hex SHA-256 of the seed file.
-    public var sha256: String
-    /// The seed's `PRAGMA user_version`.
-    public var userVersion: Int32
-    /// The seed's `PRAGMA application_id`.
-    public var applicationID: Int32
-    /// The seed's page size in bytes.
-    public var pageSize: Int
+    /// The seed's name, version, file (its name in the channel folder), size, SHA-256 and header
+    /// values, read as the manifest's own (`manifest.version`).
+    public var facts: SeedFacts
 
     /// The channel manifest of `seed`, published under the file name `file`.
     public init(seed: SeedManifest, file: String) {
-        self.format = Self.currentFormat
-        self.minimumFormat = Self.currentFormat
-        self.name = seed.name
-        self.version = seed.version
-        self.file = file
-        self.size = seed.size
-        self.sha256 = seed.sha256
-        self.userVersion = seed.userVersion
-        self.applicationID = seed.applicationID
-        self.pageSize = seed.pageSize
+        var facts = seed.facts
+        facts.file = file
+        self.init(facts: facts)
+    }
+
+    /// A channel manifest from its fields; both formats default to ``currentFormat``.
+    init(format: Int = ChannelManifest.currentFormat, minimumFormat: Int = ChannelManifest.currentFormat, facts: SeedFacts) {
+        self.format = format
+        self.minimumFormat = minimumFormat
+        self.facts = facts
+    }
+
+    /// A field of ``facts`` as the manifest's own: `manifest.version` is `manifest.facts.version`.
+    public subscript<Value>(dynamicMember field: WritableKeyPath<SeedFacts, Value>) -> Value {
+        get { facts[keyPath: field] }
+        set { facts[keyPath: field] = newValue }
     }
 
     /// The file name a seed is published under: `<name>-<version>.sqlite`, with any character
@@ -84,26 +78,9 @@ public struct ChannelManifest: Sendable, Hashable {
 
     /// The seed manifest of the downloaded seed, stored under `file` (no migration steps).
     public func seedManifest(file: String) -> SeedManifest {
-        SeedManifest(
-            name: name, version: version, file: file, size: size, sha256: sha256,
-            userVersion: userVersion, applicationID: applicationID, pageSize: pageSize, steps: [])
-    }
-
-    /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
-    public func encoded() -> Data {
-        let lines = [
-            "  \"format\": \(format)",
-            "  \"minimumFormat\": \(minimumFormat)",
-            "  \"name\": \(JSONNode.quote(name))",
-            "  \"version\": \(JSONNode.quote(version))",
-            "  \"file\": \(JSONNode.quote(file))",
-            "  \"size\": \(size)",
-            "  \"sha256\": \(JSONNode.quote(sha256))",
-            "  \"userVersion\": \(userVersion)",
-            "  \"applicationID\": \(applicationID)",
-            "  \"pageSize\": \(pageSize)",
-        ]
-        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+        var facts = self.facts
+        facts.file = file
+        return SeedManifest(facts: facts, steps: [])
     }
 
     /// Checks and decodes manifest bytes (already verified against their signature); `source` names them in errors.
@@ -127,13 +104,10 @@ public struct ChannelManifest: Sendable, Hashable {
             throw ReseedError(.channelRefused, step: .checkManifest, path: source, field: "minimumFormat",
                               message: "the channel needs channel format \(minimumFormat); this Reseed reads format \(currentFormat): update the app")
         }
-        let seed = try fields.seedFacts()
-        guard !seed.file.hasPrefix(".") else {
-            throw fields.invalid("file", "file \(JSONNode.quote(seed.file)) is not a plain file name")
+        let facts = try fields.seedFacts()
+        guard !facts.file.hasPrefix(".") else {
+            throw fields.invalid("file", "file \(JSONNode.quote(facts.file)) is not a plain file name")
         }
-        var manifest = ChannelManifest(seed: seed, file: seed.file)
-        manifest.format = Int(format)
-        manifest.minimumFormat = Int(minimumFormat)
-        return manifest
+        return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts)
     }
 }

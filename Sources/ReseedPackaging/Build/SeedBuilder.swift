@@ -276,9 +276,10 @@ public struct SeedBuilder: Sendable {
             throw PackagingError(.integrityCheckFailed, path: path, message: "the built file does not start with a SQLite header")
         }
         let manifest = SeedManifest(
-            name: name, version: version, file: seedName, size: facts.size, sha256: facts.sha256,
-            userVersion: header.userVersion, applicationID: header.applicationID,
-            pageSize: header.pageSize, steps: recorded)
+            facts: SeedFacts(
+                name: name, version: version, file: seedName, size: facts.size, sha256: facts.sha256,
+                userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
+            steps: recorded)
         try packaging(path: directory.path(seedName)) {
             try directory.rename(temporary, to: seedName)
             try directory.sync()

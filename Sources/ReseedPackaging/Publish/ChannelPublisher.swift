@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Reseed
 import SystemPackage
 
 /// Publishes a seed to a channel folder, for any static HTTP host to serve (`reseed publish`).

@@ -1,0 +1,74 @@
+import Crypto
+import Foundation
+
+/// The key an app checks its channel's manifest with: an Ed25519 public key, shipped in the app.
+///
+/// Key files (`reseed keygen`) hold one line: the base64 of the key's 32-byte raw
+/// representation, then a newline. The same text can be compiled into the app.
+///
+/// ```swift
+/// let key = try ChannelPublicKey(base64: "q8f1yR7n0TkM4gO1QbqR3y2Gv2p3sTq6f9p2k8W0a1E=")
+/// ```
+public struct ChannelPublicKey: Sendable, Hashable {
+    /// The 32-byte raw representation; swift-crypto's key types are not `Sendable` on every platform.
+    package let raw: Data
+
+    package init(raw: Data) {
+        self.raw = raw
+    }
+
+    /// A key from its base64 text; whitespace around it is ignored.
+    ///
+    /// - Throws: ``ReseedError`` ``ReseedError/Code/invalidArgument`` (step `readKey`) when the
+    ///   text is not the base64 of 32 bytes.
+    public init(base64: String) throws(ReseedError) {
+        let raw = try ChannelKeyFile.decode(base64, source: "the public key text")
+        do {
+            self.raw = try Curve25519.Signing.PublicKey(rawRepresentation: raw).rawRepresentation
+        } catch {
+            throw ReseedError(.invalidArgument, step: .readKey, message: "not an Ed25519 public key: \(error)")
+        }
+    }
+
+    /// Reads a public key file written by `reseed keygen`.
+    ///
+    /// - Throws: ``ReseedError`` (step `readKey`) naming the file.
+    public init(contentsOf url: URL) throws(ReseedError) {
+        do {
+            try self.init(base64: try ChannelKeyFile.read(url))
+        } catch {
+            throw error.path == nil ? ReseedError(error.code, step: .readKey, path: url.path, message: error.message) : error
+        }
+    }
+
+    /// The key as one line of base64, as in a key file.
+    public var base64: String { raw.base64EncodedString() }
+
+    /// True when `signature` (64 bytes) is this key's Ed25519 signature of `message`.
+    public func isValidSignature(_ signature: Data, for message: Data) -> Bool {
+        guard signature.count == 64, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+}
+
+/// The key file format: one line of base64 of the raw key.
+package enum ChannelKeyFile {
+    /// Key files are tiny; anything larger is not one.
+    package static let maximumSize = 1024
+
+    static func read(_ url: URL) throws(ReseedError) -> String {
+        let bytes = try readSmallFile(url, limit: maximumSize, step: .readKey) { size in
+            ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "a key file is one short line; this one is \(size) bytes")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The 32 raw bytes of a key from its base64 line; `source` names the key in errors.
+    package static func decode(_ text: String, source: String) throws(ReseedError) -> Data {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let raw = Data(base64Encoded: trimmed), raw.count == 32 else {
+            throw ReseedError(.invalidArgument, step: .readKey, path: source, message: "expected one line of base64 of a 32-byte Ed25519 key")
+        }
+        return raw
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Reseed
+
+extension SeedManifest {
+    /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.
+    public func encoded() -> Data {
+        let steps = self.steps.map { step in
+            "    {\"id\": \(JSONNode.quote(step.id)), \"checksum\": \(JSONNode.quote(step.checksum))}"
+        }
+        let lines = ["  \"format\": \(format)"] + facts.jsonLines + [
+            steps.isEmpty ? "  \"steps\": []" : "  \"steps\": [\n" + steps.joined(separator: ",\n") + "\n  ]",
+        ]
+        return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}
+
+extension SeedFacts {
+    /// The facts as the lines of a manifest's JSON object, in the order both manifests write them
+    /// (the channel manifest's signature covers these exact bytes).
+    var jsonLines: [String] {
+        [
+            "  \"name\": \(JSONNode.quote(name))",
+            "  \"version\": \(JSONNode.quote(version))",
+            "  \"file\": \(JSONNode.quote(file))",
+            "  \"size\": \(size)",
+            "  \"sha256\": \(JSONNode.quote(sha256))",
+            "  \"userVersion\": \(userVersion)",
+            "  \"applicationID\": \(applicationID)",
+            "  \"pageSize\": \(pageSize)",
+        ]
+    }
+}
