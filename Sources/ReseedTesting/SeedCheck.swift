@@ -36,8 +36,11 @@ public enum SeedCheck {
         }
         return seeds.sorted { lhs, rhs in
             let left = SeedVersion(lhs.manifest.version), right = SeedVersion(rhs.manifest.version)
-            if let l = left.semantic, let r = right.semantic, l != r { return l < r }
-            return lhs.manifestURL.path < rhs.manifestURL.path
+            switch right.change(from: left) {
+            case .upgrade: return true
+            case .downgrade: return false
+            case nil: return lhs.manifestURL.path < rhs.manifestURL.path
+            }
         }
     }
 }

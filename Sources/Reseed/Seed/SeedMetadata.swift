@@ -46,7 +46,7 @@ public struct SeedMetadata: Sendable, Hashable {
     }
 
     /// Reads the metadata of the database file at `path`, opened read-only.
-    public static func read(path: String) throws -> SeedMetadata? {
+    package static func read(path: String) throws -> SeedMetadata? {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "reseed.metadata"
@@ -56,7 +56,7 @@ public struct SeedMetadata: Sendable, Hashable {
     }
 
     /// `PRAGMA quick_check` of the database file at `path`, opened read-only: "ok" when sound.
-    public static func quickCheck(path: String) throws -> String {
+    package static func quickCheck(path: String) throws -> String {
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)

@@ -11,16 +11,16 @@
 public struct SeedVersion: Sendable, Hashable, CustomStringConvertible {
     public let text: String
     /// The SemVer reading, when `text` is one.
-    public let semantic: Semantic?
+    package let semantic: Semantic?
 
     /// The parts of a Semantic Versioning 2.0 version.
-    public struct Semantic: Sendable, Hashable, Comparable {
-        public var major: UInt64, minor: UInt64, patch: UInt64
-        public var prerelease: [String]
-        public var build: [String]
+    package struct Semantic: Sendable, Hashable, Comparable {
+        package var major: UInt64, minor: UInt64, patch: UInt64
+        package var prerelease: [String]
+        package var build: [String]
 
         /// Precedence per SemVer 2.0 §11; build metadata is ignored.
-        public static func < (lhs: Semantic, rhs: Semantic) -> Bool {
+        package static func < (lhs: Semantic, rhs: Semantic) -> Bool {
             if (lhs.major, lhs.minor, lhs.patch) != (rhs.major, rhs.minor, rhs.patch) {
                 return (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
             }
