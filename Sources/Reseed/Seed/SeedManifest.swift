@@ -153,7 +153,7 @@ extension SeedManifest {
     }
 
     /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.
-    public static func isPlainFileName(_ name: String) -> Bool {
+    package static func isPlainFileName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
             && !name.contains("/") && !name.contains("\\") && !name.unicodeScalars.contains { $0.value == 0 }
     }

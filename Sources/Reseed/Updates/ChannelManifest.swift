@@ -47,7 +47,7 @@ public struct ChannelManifest: Sendable, Hashable {
     public var facts: SeedFacts
 
     /// The channel manifest of `seed`, published under the file name `file`.
-    public init(seed: SeedManifest, file: String) {
+    package init(seed: SeedManifest, file: String) {
         var facts = seed.facts
         facts.file = file
         self.init(facts: facts)
@@ -68,7 +68,7 @@ public struct ChannelManifest: Sendable, Hashable {
 
     /// The file name a seed is published under: `<name>-<version>.sqlite`, with any character
     /// of the version other than letters, digits, `.`, `_`, `+` and `-` replaced by `_`.
-    public static func seedFileName(name: String, version: String) -> String {
+    package static func seedFileName(name: String, version: String) -> String {
         let safe = version.unicodeScalars.map { scalar -> String in
             let ok = scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || ".+_-".unicodeScalars.contains(scalar))
             return ok ? String(scalar) : "_"
@@ -77,7 +77,7 @@ public struct ChannelManifest: Sendable, Hashable {
     }
 
     /// The seed manifest of the downloaded seed, stored under `file` (no migration steps).
-    public func seedManifest(file: String) -> SeedManifest {
+    package func seedManifest(file: String) -> SeedManifest {
         var facts = self.facts
         facts.file = file
         return SeedManifest(facts: facts, steps: [])
