@@ -5,6 +5,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 /// `reseed keygen`, `publish` and `update`, run as the built binary against `channel_server.py`.
