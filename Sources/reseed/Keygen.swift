@@ -31,16 +31,21 @@ extension ReseedCommand {
                 let publicURL = fileURL(publicKey)
                 let key = try ChannelPrivateKey.generate(privateKeyFile: privateURL, publicKeyFile: publicURL)
                 if json {
-                    try Terminal.out(JSONOutput.object([
-                        ("privateKey", .string(privateURL.path)),
-                        ("publicKey", .string(publicURL.path)),
-                        ("publicKeyBase64", .string(key.publicKey.base64)),
-                    ]).render(indent: nil))
+                    try Terminal.out(json: Report(privateKey: privateURL.path, publicKey: publicURL.path, publicKeyBase64: key.publicKey.base64))
                 } else {
                     try Terminal.out("Wrote the private key to \(privateURL.path) (mode 0600: keep it secret) and the public key to \(publicURL.path).")
                     try Terminal.out("Public key for the app: \(key.publicKey.base64)")
                 }
             }
         }
+    }
+}
+
+extension ReseedCommand.Keygen {
+    /// The `--json` object of `reseed keygen`: the two files and the public key for the app.
+    struct Report: Encodable {
+        var privateKey: String
+        var publicKey: String
+        var publicKeyBase64: String
     }
 }

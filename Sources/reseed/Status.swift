@@ -42,18 +42,10 @@ extension ReseedCommand {
                 case .tooLarge: "tooLarge"
                 }
                 if json {
-                    try Terminal.out(JSONOutput.object([
-                        ("name", .string(storeName)),
-                        ("recordedVersion", .optional(recorded)),
-                        ("source", .optional(source?.rawValue)),
-                        ("shippedVersion", .optional(shipped?.version)),
-                        ("upToDate", matches.map { .bool($0) } ?? .null),
-                        ("store", .string(storeURL.path)),
-                        ("storePresent", .bool(size != nil)),
-                        ("storeSize", size.map { .integer($0) } ?? .null),
-                        ("preferences", .string(preferences.url.path)),
-                        ("preferencesState", .string(preferencesState)),
-                    ]).render(indent: nil))
+                    try Terminal.out(json: Report(
+                        name: storeName, recordedVersion: recorded, source: source, shippedVersion: shipped?.version, upToDate: matches,
+                        store: storeURL.path, storePresent: size != nil, storeSize: size, preferences: preferences.url.path,
+                        preferencesState: preferencesState))
                     return
                 }
                 try Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
@@ -62,5 +54,21 @@ extension ReseedCommand {
                 if let matches { try Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
             }
         }
+    }
+}
+
+extension ReseedCommand.Status {
+    /// The `--json` object of `reseed status`; `upToDate` is `null` when no seed is known to compare with.
+    struct Report: Encodable {
+        var name: String
+        @NullWhenNil var recordedVersion: String?
+        @NullWhenNil var source: SeedSource?
+        @NullWhenNil var shippedVersion: String?
+        @NullWhenNil var upToDate: Bool?
+        var store: String
+        var storePresent: Bool
+        @NullWhenNil var storeSize: Int64?
+        var preferences: String
+        var preferencesState: String
     }
 }
