@@ -3,7 +3,7 @@ import Foundation
 import Reseed
 
 extension ReseedCommand {
-    struct Keygen: ParsableCommand {
+    struct Keygen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the Ed25519 key pair that signs a channel: a private key for publishing, a public key for the app.",
             discussion: """
@@ -25,8 +25,9 @@ extension ReseedCommand {
             if fileURL(privateKey) == fileURL(publicKey) { throw ValidationError("--private-key and --public-key must name two files") }
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let privateURL = fileURL(privateKey)
                 let publicURL = fileURL(publicKey)
                 let key = try ChannelPrivateKey.generate(privateKeyFile: privateURL, publicKeyFile: publicURL)

@@ -28,7 +28,7 @@ struct StoreOptions: ParsableArguments {
 }
 
 extension ReseedCommand {
-    struct Launch: ParsableCommand {
+    struct Launch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install the bundled seed into the data directory when its version changed, then open the store.",
             discussion: """
@@ -62,8 +62,9 @@ extension ReseedCommand {
             _ = try duration(busyTimeout, of: "--busy-timeout")
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 var configuration = Launcher.Configuration()
                 configuration.verification = verify

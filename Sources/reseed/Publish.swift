@@ -3,7 +3,7 @@ import Foundation
 import Reseed
 
 extension ReseedCommand {
-    struct Publish: ParsableCommand {
+    struct Publish: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
             discussion: """
@@ -24,8 +24,9 @@ extension ReseedCommand {
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let key = try ChannelPrivateKey(contentsOf: fileURL(privateKey))
                 let published = try ChannelPublisher(channel: fileURL(channel), privateKey: key).publish(try Seed(at: fileURL(seed)))
                 let manifest = published.manifest

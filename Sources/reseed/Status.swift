@@ -3,7 +3,7 @@ import Foundation
 import Reseed
 
 extension ReseedCommand {
-    struct Status: ParsableCommand {
+    struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the recorded version, the store file and the shipped version, without changing anything.")
 
@@ -15,8 +15,9 @@ extension ReseedCommand {
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 let dataDirectory = try store.dataDirectoryURL(project)
                 let shipped: SeedManifest? = if store.seed != nil || project.output != nil { try Seed(at: store.seedURL(project)).manifest } else { nil }

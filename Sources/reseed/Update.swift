@@ -3,7 +3,7 @@ import Foundation
 import Reseed
 
 extension ReseedCommand {
-    struct Update: ParsableCommand {
+    struct Update: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a newer seed from a channel into the data directory: check, download, verify, install.",
             discussion: """
@@ -50,8 +50,9 @@ extension ReseedCommand {
             return url
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 var launcherConfiguration = Launcher.Configuration()
                 launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
@@ -72,7 +73,7 @@ extension ReseedCommand {
                 let channelURL = try self.channelURL()
                 let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
                                              launcher: launcher, configuration: configuration)
-                let outcome = try waitFor { try await updater.update() }
+                let outcome = try await updater.update()
                 if json {
                     try Terminal.out(json: Report(outcome, channel: channelURL))
                 } else {

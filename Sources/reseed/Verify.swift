@@ -3,7 +3,7 @@ import Foundation
 import ReseedPackaging
 
 extension ReseedCommand {
-    struct Verify: ParsableCommand {
+    struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Prove a seed matches its manifest (and its Migrations/): size, SHA-256, integrity, steps.",
             discussion: "Exits 1 and lists every finding when anything differs.")
@@ -17,8 +17,9 @@ extension ReseedCommand {
         @Flag(help: "Print the report as JSON on stdout.")
         var json = false
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let report = try SeedVerifier(seed: fileURL(seed)).verify(migrations: migrations.map(fileURL))
                 if json {
                     try Terminal.out(json: Report(report))
