@@ -63,18 +63,20 @@ let package = Package(
             name: "ReseedBenchmarks",
             dependencies: ["Reseed", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/ReseedBenchmarks"),
+        // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures): not a product.
+        .target(name: "ReseedTestSupport", path: "Tests/ReseedTestSupport"),
         .testTarget(
             name: "ReseedTests",
-            dependencies: ["Reseed", "ReseedPackaging", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["Reseed", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedPackagingTests",
-            dependencies: ["ReseedPackaging", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedTestingTests",
-            dependencies: ["ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedCLITests",
-            dependencies: ["reseed", "ReseedTesting", "Reseed", "ReseedPackaging", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["reseed", "ReseedTesting", "ReseedTestSupport", "Reseed", "ReseedPackaging", .product(name: "GRDB", package: "GRDB.swift")],
             // The channel server the update tests start (python3); run from its place in the source tree.
             exclude: ["channel_server.py"]),
     ],

@@ -95,8 +95,19 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         case let error as ReseedError:
             PackagingError(.io, path: error.path ?? path, line: line, message: error.message, errno: error.errno)
         default:
-            PackagingError(.io, path: path, line: line, message: "\(error)")
+            PackagingError(.io, path: path, line: line, message: "\(error)", errno: systemErrno(of: error))
         }
+    }
+
+    /// The `errno` a file-system failure carries: an `Errno` itself, or the POSIX error that
+    /// Foundation's file calls keep (as the error, or under `NSUnderlyingErrorKey`); nil otherwise.
+    static func systemErrno(of error: any Error) -> Errno? {
+        if let errno = error as? Errno { return errno }
+        let nsError = error as NSError
+        // On Linux the underlying error is a `POSIXError` value, which `as? NSError` does not match.
+        let posix = nsError.domain == NSPOSIXErrorDomain ? nsError : (nsError.userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
+        guard let posix, posix.domain == NSPOSIXErrorDomain, let code = Int32(exactly: posix.code) else { return nil }
+        return Errno(rawValue: code)
     }
 }
 

@@ -45,7 +45,7 @@ extension ReseedSandbox {
         }
         if state.uncheckpointedWrites {
             // Snapshot the files while the pool is open, as a kill would leave them.
-            let snapshot = directory.appending("snapshot-\(UUID().uuidString.prefix(6))")
+            let snapshot = directory.appendingPathComponent("snapshot-\(UUID().uuidString.prefix(6))")
             try FileManager.default.copyItem(at: dataDirectory, to: snapshot)
             try pool.close()
             try FileManager.default.removeItem(at: dataDirectory)

@@ -13,26 +13,32 @@ import Reseed
 /// #expect(report.rowCounts["favorite"] == 0)          // the seed replaced the store
 /// ```
 public final class ReseedSandbox: Sendable {
-    /// The temporary folder; the data directory is `data/` inside it.
-    public let directory: TemporaryDirectory
+    /// The temporary folder, removed when the sandbox is released; the data directory is `data/` inside it.
+    public let directory: URL
     /// The seed the app ships (its manifest, or a folder holding one).
     public let seedURL: URL
     /// The app's launcher configuration; its preferences URL, if set, is ignored: the sandbox's is used.
     public let configuration: Launcher.Configuration
 
     /// The sandbox's data directory.
-    public var dataDirectory: URL { directory.appending("data") }
+    public var dataDirectory: URL { directory.appendingPathComponent("data") }
 
     /// - Parameters:
     ///   - seed: the app's bundled seed.
     ///   - configuration: the app's launcher configuration. Default: Reseed's defaults.
     /// - Throws: when the temporary folder cannot be created.
     public init(seed: URL, configuration: Launcher.Configuration = Launcher.Configuration()) throws {
-        self.directory = try TemporaryDirectory(prefix: "reseed-sandbox")
+        let name = "reseed-sandbox-\(UUID().uuidString.prefix(8).lowercased())"
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(name, isDirectory: true).standardizedFileURL
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.seedURL = seed
         var configuration = configuration
         configuration.preferencesURL = nil
         self.configuration = configuration
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// The app's launcher, pointed at the sandbox.

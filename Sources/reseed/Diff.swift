@@ -3,7 +3,7 @@ import Foundation
 import ReseedPackaging
 
 extension ReseedCommand {
-    struct Diff: ParsableCommand {
+    struct Diff: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what changed between two seeds: schema, and rows added, removed and changed per table.",
             discussion: "Rows are matched by primary key (rowid when there is none). Exit 0 whether or not they differ.")
@@ -24,8 +24,9 @@ extension ReseedCommand {
             guard examples >= 0 else { throw ValidationError("--examples must be 0 or more") }
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let diff = try SeedDiff.compare(old: fileURL(old), new: fileURL(new), exampleLimit: examples)
                 if json {
                     try Terminal.out(try diff.jsonData() + Data("\n".utf8))

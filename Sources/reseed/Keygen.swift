@@ -4,7 +4,7 @@ import Reseed
 import ReseedPackaging
 
 extension ReseedCommand {
-    struct Keygen: ParsableCommand {
+    struct Keygen: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the Ed25519 key pair that signs a channel: a private key for publishing, a public key for the app.",
             discussion: """
@@ -26,22 +26,28 @@ extension ReseedCommand {
             if fileURL(privateKey) == fileURL(publicKey) { throw ValidationError("--private-key and --public-key must name two files") }
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let privateURL = fileURL(privateKey)
                 let publicURL = fileURL(publicKey)
                 let key = try ChannelPrivateKey.generate(privateKeyFile: privateURL, publicKeyFile: publicURL)
                 if json {
-                    try Terminal.out(JSONOutput.object([
-                        ("privateKey", .string(privateURL.path)),
-                        ("publicKey", .string(publicURL.path)),
-                        ("publicKeyBase64", .string(key.publicKey.base64)),
-                    ]).render(indent: nil))
+                    try Terminal.out(json: Report(privateKey: privateURL.path, publicKey: publicURL.path, publicKeyBase64: key.publicKey.base64))
                 } else {
                     try Terminal.out("Wrote the private key to \(privateURL.path) (mode 0600: keep it secret) and the public key to \(publicURL.path).")
                     try Terminal.out("Public key for the app: \(key.publicKey.base64)")
                 }
             }
         }
+    }
+}
+
+extension ReseedCommand.Keygen {
+    /// The `--json` object of `reseed keygen`: the two files and the public key for the app.
+    struct Report: Encodable {
+        var privateKey: String
+        var publicKey: String
+        var publicKeyBase64: String
     }
 }

@@ -28,7 +28,7 @@ struct StoreOptions: ParsableArguments {
 }
 
 extension ReseedCommand {
-    struct Launch: ParsableCommand {
+    struct Launch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install the bundled seed into the data directory when its version changed, then open the store.",
             discussion: """
@@ -62,8 +62,9 @@ extension ReseedCommand {
             _ = try duration(busyTimeout, of: "--busy-timeout")
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 var configuration = Launcher.Configuration()
                 configuration.verification = verify
@@ -82,27 +83,12 @@ extension ReseedCommand {
                     throw ReseedError(.database, step: .open, path: outcome.storeURL.path, databaseError: error,
                                       message: "the store opened but cannot be read")
                 }
-                try Terminal.out(json ? Self.json(outcome) : Self.sentence(outcome))
+                if json {
+                    try Terminal.out(json: Report(outcome))
+                } else {
+                    try Terminal.out(Self.sentence(outcome))
+                }
             }
-        }
-
-        static func json(_ outcome: LaunchOutcome) -> String {
-            JSONOutput.object([
-                ("outcome", .string(outcome.action.rawValue)),
-                ("reason", .optional(outcome.reason?.rawValue)),
-                ("name", .string(outcome.name)),
-                ("version", .string(outcome.version)),
-                ("source", .string(outcome.source.rawValue)),
-                ("previousVersion", .optional(outcome.previousVersion)),
-                ("change", .optional(outcome.change?.rawValue)),
-                ("store", .string(outcome.storeURL.path)),
-                ("verification", .optional(outcome.verification?.rawValue)),
-                ("preferencesMovedAside", .optional(outcome.preferencesMovedAside?.path)),
-                ("storeKeptAside", .optional(outcome.storeKeptAside?.path)),
-                ("removedLeftovers", .array(outcome.removedLeftovers.map { .string($0) })),
-                ("adoptedFrom", .optional(outcome.adoptedFrom?.path)),
-                ("legacyStoresLeftInPlace", .array(outcome.legacyStoresLeftInPlace.map { .string($0.path) })),
-            ]).render(indent: nil)
         }
 
         static func sentence(_ outcome: LaunchOutcome) -> String {
@@ -125,6 +111,43 @@ extension ReseedCommand {
             if let legacy = outcome.adoptedFrom { text += " The store was adopted from \(legacy.path)." }
             for legacy in outcome.legacyStoresLeftInPlace { text += " A legacy store was left in place at \(legacy.path)." }
             return text
+        }
+    }
+}
+
+extension ReseedCommand.Launch {
+    /// The `--json` object of `reseed launch`: the ``LaunchOutcome``, with paths for URLs.
+    struct Report: Encodable {
+        var outcome: LaunchOutcome.Action
+        @NullWhenNil var reason: LaunchOutcome.Reason?
+        var name: String
+        var version: String
+        var source: SeedSource
+        @NullWhenNil var previousVersion: String?
+        @NullWhenNil var change: SeedVersion.Change?
+        var store: String
+        @NullWhenNil var verification: Verification?
+        @NullWhenNil var preferencesMovedAside: String?
+        @NullWhenNil var storeKeptAside: String?
+        var removedLeftovers: [String]
+        @NullWhenNil var adoptedFrom: String?
+        var legacyStoresLeftInPlace: [String]
+
+        init(_ launch: LaunchOutcome) {
+            outcome = launch.action
+            reason = launch.reason
+            name = launch.name
+            version = launch.version
+            source = launch.source
+            previousVersion = launch.previousVersion
+            change = launch.change
+            store = launch.storeURL.path
+            verification = launch.verification
+            preferencesMovedAside = launch.preferencesMovedAside?.path
+            storeKeptAside = launch.storeKeptAside?.path
+            removedLeftovers = launch.removedLeftovers
+            adoptedFrom = launch.adoptedFrom?.path
+            legacyStoresLeftInPlace = launch.legacyStoresLeftInPlace.map(\.path)
         }
     }
 }

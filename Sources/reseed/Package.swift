@@ -4,7 +4,7 @@ import ReseedPackaging
 import Synchronization
 
 extension ReseedCommand {
-    struct Package: ParsableCommand {
+    struct Package: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Build the seed from Migrations/ into SeedData/, reproducibly, with its manifest.",
             discussion: "Defaults come from reseed.json; in this repository `reseed package` rebuilds the example seed.")
@@ -26,8 +26,9 @@ extension ReseedCommand {
 
         @OptionGroup var logging: LoggingOptions
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 guard let migrations = migrations.map(fileURL) ?? project.migrations else { throw ValidationError("give --migrations") }
                 guard let output = output.map(fileURL) ?? project.output else { throw ValidationError("give --output") }

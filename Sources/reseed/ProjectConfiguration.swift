@@ -16,6 +16,8 @@ import Reseed
 /// Command-line flags win over the file.
 struct ProjectConfiguration {
     static let fileName = "reseed.json"
+    /// The largest `reseed.json` read (64 KiB): the file is a few short strings.
+    static let maximumSize = 64 << 10
 
     var name: String?
     var version: String?
@@ -26,36 +28,114 @@ struct ProjectConfiguration {
     var url: URL?
 
     /// Reads `reseed.json` from the current folder; an empty configuration when absent.
-    static func load(from folder: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws -> ProjectConfiguration {
+    ///
+    /// - Throws: ``ConfigurationError`` naming the file, and the key when one is wrong: not a
+    ///   regular file, over ``maximumSize``, not JSON, not an object, an unknown key, a value
+    ///   that is not a string.
+    static func load(from folder: URL = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)) throws(ConfigurationError) -> ProjectConfiguration {
         let url = folder.appendingPathComponent(fileName)
-        guard let data = FileManager.default.contents(atPath: url.path) else { return ProjectConfiguration() }
-        let root: JSONNode
+        guard let data = try contents(of: url) else { return ProjectConfiguration() }
+        let file: File
         do {
-            root = try JSONNode.parse(Array(data), maxDepth: 8)
+            file = try JSONDecoder().decode(File.self, from: data)
         } catch {
-            throw ConfigurationError(path: url.path, message: "not valid JSON: \(error)")
+            throw ConfigurationError(path: url.path, message: File.message(for: error, in: data))
         }
-        guard case .object(let members) = root.value else {
-            throw ConfigurationError(path: url.path, message: "expected a JSON object")
-        }
-        let known: Set<String> = ["name", "version", "migrations", "output", "dataDirectory"]
-        if let unknown = members.first(where: { !known.contains($0.key) }) {
-            throw ConfigurationError(path: url.path, message: "unknown key \"\(unknown.key)\" (known: \(known.sorted().joined(separator: ", ")))")
-        }
-        func string(_ key: String) throws -> String? {
-            guard let node = root[key] else { return nil }
-            guard let text = node.string else { throw ConfigurationError(path: url.path, message: "\"\(key)\" must be a string") }
-            return text
-        }
-        func path(_ key: String) throws -> URL? {
-            try string(key).map { URL(fileURLWithPath: $0, relativeTo: folder).standardizedFileURL }
+        func path(_ text: String?) -> URL? {
+            text.map { URL(fileURLWithPath: $0, relativeTo: folder).standardizedFileURL }
         }
         return ProjectConfiguration(
-            name: try string("name"), version: try string("version"), migrations: try path("migrations"),
-            output: try path("output"), dataDirectory: try path("dataDirectory"), url: url)
+            name: file.name, version: file.version, migrations: path(file.migrations),
+            output: path(file.output), dataDirectory: path(file.dataDirectory), url: url)
+    }
+
+    /// The file's bytes; nil when there is no file (a dangling link counts as none).
+    private static func contents(of url: URL) throws(ConfigurationError) -> Data? {
+        // The target of a link, so a linked reseed.json is read, and its type is the target's.
+        let target = url.resolvingSymlinksInPath().path
+        guard FileManager.default.fileExists(atPath: target) else { return nil }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: target)
+        // Never a folder, and never a FIFO or a device, whose read could block or never end.
+        guard attributes?[.type] as? FileAttributeType == .typeRegular else {
+            throw ConfigurationError(path: url.path, message: "not a regular file")
+        }
+        let tooLarge = ConfigurationError(path: url.path, message: "over \(maximumSize) bytes: not a configuration file")
+        if let size = attributes?[.size] as? Int64, size > maximumSize { throw tooLarge }
+        guard let data = FileManager.default.contents(atPath: target) else {
+            throw ConfigurationError(path: url.path, message: "cannot be read")
+        }
+        guard data.count <= maximumSize else { throw tooLarge }
+        return data
+    }
+
+    /// The keys of the file as written; paths still relative to its folder.
+    private struct File: Decodable {
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, version, migrations, output, dataDirectory
+        }
+
+        /// Any key of the object, to find one that is not a ``CodingKeys`` case.
+        struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        /// A key `JSONDecoder` would otherwise ignore: most likely a misspelt one.
+        struct UnknownKey: Error {
+            var key: String
+        }
+
+        var name: String?
+        var version: String?
+        var migrations: String?
+        var output: String?
+        var dataDirectory: String?
+
+        init(from decoder: any Decoder) throws {
+            if let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.first(where: { CodingKeys(stringValue: $0.stringValue) == nil }) {
+                throw UnknownKey(key: unknown.stringValue)
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            // Present means a string: `null` is refused as a number or an object is.
+            func string(_ key: CodingKeys) throws -> String? {
+                container.contains(key) ? try container.decode(String.self, forKey: key) : nil
+            }
+            name = try string(.name)
+            version = try string(.version)
+            migrations = try string(.migrations)
+            output = try string(.output)
+            dataDirectory = try string(.dataDirectory)
+        }
+
+        /// What is wrong with the file, by the error `JSONDecoder` threw: the key when there is one.
+        static func message(for error: any Error, in data: Data) -> String {
+            let key: String?
+            switch error {
+            case let error as UnknownKey:
+                let known = CodingKeys.allCases.map(\.stringValue).sorted().joined(separator: ", ")
+                return "unknown key \"\(error.key)\" (known: \(known))"
+            case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+                key = context.codingPath.first?.stringValue
+            case DecodingError.dataCorrupted(let context):
+                // JSONDecoder does not say where (on Linux); Reseed's own parser gives the line and column.
+                do throws(JSONSyntaxError) {
+                    _ = try JSONNode.parse(Array(data))
+                } catch {
+                    return "not valid JSON: \(error)"
+                }
+                return "not valid JSON: \(context.debugDescription)"
+            default:
+                return "\(error)"
+            }
+            guard let key else { return "expected a JSON object" }
+            return "\"\(key)\" must be a string"
+        }
     }
 }
 
+/// `reseed.json` cannot be used; the message names the file and, when one is wrong, the key.
 struct ConfigurationError: Error, CustomStringConvertible {
     var path: String
     var message: String

@@ -4,7 +4,7 @@ import Reseed
 import ReseedPackaging
 
 extension ReseedCommand {
-    struct Publish: ParsableCommand {
+    struct Publish: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
             discussion: """
@@ -25,26 +25,37 @@ extension ReseedCommand {
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let key = try ChannelPrivateKey(contentsOf: fileURL(privateKey))
                 let published = try ChannelPublisher(channel: fileURL(channel), privateKey: key).publish(try Seed(at: fileURL(seed)))
                 let manifest = published.manifest
                 if json {
-                    try Terminal.out(JSONOutput.object([
-                        ("name", .string(manifest.name)),
-                        ("version", .string(manifest.version)),
-                        ("file", .string(published.seedURL.path)),
-                        ("size", .integer(manifest.size)),
-                        ("sha256", .string(manifest.sha256)),
-                        ("manifest", .string(published.manifestURL.path)),
-                        ("copied", .bool(published.copied)),
-                    ]).render(indent: nil))
+                    try Terminal.out(json: Report(
+                        name: manifest.name, version: manifest.version, file: published.seedURL.path, size: manifest.size,
+                        sha256: manifest.sha256, manifest: published.manifestURL.path, copied: published.copied))
                 } else {
                     try Terminal.out("Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
                         + (published.copied ? "" : ", already there") + "), \(ChannelManifest.fileName) signed.")
                 }
             }
         }
+    }
+}
+
+extension ReseedCommand.Publish {
+    /// The `--json` object of `reseed publish`.
+    struct Report: Encodable {
+        var name: String
+        var version: String
+        /// The seed file in the channel folder.
+        var file: String
+        var size: Int64
+        var sha256: String
+        /// The channel manifest written.
+        var manifest: String
+        /// False when the channel already held the seed.
+        var copied: Bool
     }
 }

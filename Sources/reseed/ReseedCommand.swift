@@ -1,11 +1,10 @@
 import ArgumentParser
 import Foundation
 import Logging
-import Synchronization
 
 /// `reseed`: ship versioned SQLite seeds and keep the app's store current.
 @main
-struct ReseedCommand: ParsableCommand {
+struct ReseedCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reseed",
         abstract: "Ship versioned SQLite seed databases and keep an app's store current.",
@@ -17,19 +16,39 @@ struct ReseedCommand: ParsableCommand {
 
     /// Parses and runs the command; every message, help text included, goes out through ``Terminal``,
     /// so a full disk or a closed pipe is an exit status and a line on stderr, never a crash.
+    ///
+    /// The command runs on the main actor, and this thread runs the main run loop, as an app's
+    /// startup does: the launch happens on the thread the process started on. (An `async`
+    /// `main` would park this thread on Linux and run the main actor on a libdispatch worker;
+    /// the syscall fault suites count each thread's calls and rely on one thread doing the work.)
     static func main() {
         // A reader that went away is an EPIPE to report, not a signal that kills the process.
         // `signal` fails only for an invalid signal number.
         _ = signal(SIGPIPE, SIG_IGN)
-        let status: Int32
-        do {
-            var command = try parseAsRoot()
-            try command.run()
-            status = ExitCode.success.rawValue
-        } catch {
-            status = report(error)
+        Task { @MainActor in
+            Foundation.exit(await parseAndRun())
         }
-        Foundation.exit(status)
+        // Runs the main actor's jobs until the task above exits the process.
+        RunLoop.main.run()
+        Terminal.error("the main run loop stopped before the command finished")
+        Foundation.exit(ExitCode.failure.rawValue)
+    }
+
+    /// Parses the arguments and runs the command they name; its exit status.
+    @MainActor
+    static func parseAndRun() async -> Int32 {
+        do {
+            var command = try await asyncParseAsRoot()
+            // Help and the other commands ArgumentParser adds are not async.
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+            return ExitCode.success.rawValue
+        } catch {
+            return report(error)
+        }
     }
 
     /// Writes what ArgumentParser has to say about `error` (help on stdout, a usage error on
@@ -81,9 +100,10 @@ func duration(_ seconds: Double, of option: String, allowingZero: Bool = true) t
 }
 
 /// Runs a command body; any error becomes one line on stderr and exit status 1.
-func reportingErrors(_ body: () throws -> Void) throws {
+@MainActor
+func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
-        try body()
+        try await body()
     } catch let exit as ExitCode {
         throw exit
     } catch let error as ValidationError {
@@ -92,22 +112,4 @@ func reportingErrors(_ body: () throws -> Void) throws {
         Terminal.error("\(error)")
         throw ExitCode.failure
     }
-}
-
-/// Runs async work from a command and waits for it on this thread.
-///
-/// The commands run on the main thread, synchronously (so the launch happens on the thread the
-/// process started on, as an app's startup does); only the channel update is async.
-func waitFor<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    // Replaced by the task's result before it signals.
-    let box = Mutex<Result<T, any Error>>(.failure(CancellationError()))
-    Task {
-        let result: Result<T, any Error>
-        do { result = .success(try await work()) } catch { result = .failure(error) }
-        box.withLock { $0 = result }
-        done.signal()
-    }
-    done.wait()
-    return try box.withLock { $0 }.get()
 }

@@ -3,7 +3,7 @@ import Foundation
 import Reseed
 
 extension ReseedCommand {
-    struct Status: ParsableCommand {
+    struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the recorded version, the store file and the shipped version, without changing anything.")
 
@@ -15,8 +15,9 @@ extension ReseedCommand {
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 let dataDirectory = try store.dataDirectoryURL(project)
                 let shipped: SeedManifest? = if store.seed != nil || project.output != nil { try Seed(at: store.seedURL(project)).manifest } else { nil }
@@ -47,18 +48,10 @@ extension ReseedCommand {
                 case .tooLarge: "tooLarge"
                 }
                 if json {
-                    try Terminal.out(JSONOutput.object([
-                        ("name", .string(storeName)),
-                        ("recordedVersion", .optional(recorded)),
-                        ("source", .optional(source?.rawValue)),
-                        ("shippedVersion", .optional(shipped?.version)),
-                        ("upToDate", matches.map { .bool($0) } ?? .null),
-                        ("store", .string(storeURL.path)),
-                        ("storePresent", .bool(size != nil)),
-                        ("storeSize", size.map { .integer($0) } ?? .null),
-                        ("preferences", .string(preferences.url.path)),
-                        ("preferencesState", .string(preferencesState)),
-                    ]).render(indent: nil))
+                    try Terminal.out(json: Report(
+                        name: storeName, recordedVersion: recorded, source: source, shippedVersion: shipped?.version, upToDate: matches,
+                        store: storeURL.path, storePresent: size != nil, storeSize: size, preferences: preferences.url.path,
+                        preferencesState: preferencesState))
                     return
                 }
                 try Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
@@ -67,5 +60,21 @@ extension ReseedCommand {
                 if let matches { try Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
             }
         }
+    }
+}
+
+extension ReseedCommand.Status {
+    /// The `--json` object of `reseed status`; `upToDate` is `null` when no seed is known to compare with.
+    struct Report: Encodable {
+        var name: String
+        @NullWhenNil var recordedVersion: String?
+        @NullWhenNil var source: SeedSource?
+        @NullWhenNil var shippedVersion: String?
+        @NullWhenNil var upToDate: Bool?
+        var store: String
+        var storePresent: Bool
+        @NullWhenNil var storeSize: Int64?
+        var preferences: String
+        var preferencesState: String
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Reseed
 
 extension ReseedCommand {
-    struct Update: ParsableCommand {
+    struct Update: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a newer seed from a channel into the data directory: check, download, verify, install.",
             discussion: """
@@ -50,8 +50,9 @@ extension ReseedCommand {
             return url
         }
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let project = try ProjectConfiguration.load()
                 var launcherConfiguration = Launcher.Configuration()
                 launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
@@ -72,23 +73,13 @@ extension ReseedCommand {
                 let channelURL = try self.channelURL()
                 let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
                                              launcher: launcher, configuration: configuration)
-                let outcome = try waitFor { try await updater.update() }
-                try Terminal.out(json ? Self.json(outcome, channel: channelURL) : Self.sentence(outcome, channel: channelURL))
+                let outcome = try await updater.update()
+                if json {
+                    try Terminal.out(json: Report(outcome, channel: channelURL))
+                } else {
+                    try Terminal.out(Self.sentence(outcome, channel: channelURL))
+                }
             }
-        }
-
-        static func json(_ outcome: ChannelUpdater.Outcome, channel: URL) -> String {
-            JSONOutput.object([
-                ("outcome", .string(outcome.action.rawValue)),
-                ("name", .string(outcome.name)),
-                ("version", .string(outcome.version)),
-                ("previousVersion", .optional(outcome.previousVersion)),
-                ("channel", .string(channel.absoluteString)),
-                ("notModified", .bool(outcome.notModified)),
-                ("downloadedBytes", .integer(outcome.downloadedBytes)),
-                ("resumedFrom", outcome.resumedFrom.map { .integer($0) } ?? .null),
-                ("store", .string(outcome.storeURL.path)),
-            ]).render(indent: nil)
         }
 
         static func sentence(_ outcome: ChannelUpdater.Outcome, channel: URL) -> String {
@@ -102,6 +93,33 @@ extension ReseedCommand {
                 if let resumed = outcome.resumedFrom { text += ", resumed at byte \(resumed)" }
                 return text + ", at \(outcome.storeURL.path)."
             }
+        }
+    }
+}
+
+extension ReseedCommand.Update {
+    /// The `--json` object of `reseed update`: the ``ChannelUpdater/Outcome`` and the channel.
+    struct Report: Encodable {
+        var outcome: ChannelUpdater.Outcome.Action
+        var name: String
+        var version: String
+        @NullWhenNil var previousVersion: String?
+        var channel: String
+        var notModified: Bool
+        var downloadedBytes: Int64
+        @NullWhenNil var resumedFrom: Int64?
+        var store: String
+
+        init(_ update: ChannelUpdater.Outcome, channel: URL) {
+            outcome = update.action
+            name = update.name
+            version = update.version
+            previousVersion = update.previousVersion
+            self.channel = channel.absoluteString
+            notModified = update.notModified
+            downloadedBytes = update.downloadedBytes
+            resumedFrom = update.resumedFrom
+            store = update.storeURL.path
         }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import ReseedPackaging
 
 extension ReseedCommand {
-    struct Verify: ParsableCommand {
+    struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Prove a seed matches its manifest (and its Migrations/): size, SHA-256, integrity, steps.",
             discussion: "Exits 1 and lists every finding when anything differs.")
@@ -17,19 +17,12 @@ extension ReseedCommand {
         @Flag(help: "Print the report as JSON on stdout.")
         var json = false
 
-        func run() throws {
-            try reportingErrors {
+        @MainActor
+        func run() async throws {
+            try await reportingErrors {
                 let report = try SeedVerifier(seed: fileURL(seed)).verify(migrations: migrations.map(fileURL))
                 if json {
-                    try Terminal.out(JSONOutput.object([
-                        ("seed", .string(report.seed)),
-                        ("name", .string(report.name)),
-                        ("version", .string(report.version)),
-                        ("ok", .bool(report.isClean)),
-                        ("findings", .array(report.findings.map { finding in
-                            .object([("kind", .string(finding.kind.rawValue)), ("step", .optional(finding.step)), ("message", .string(finding.message))])
-                        })),
-                    ]).render(indent: nil))
+                    try Terminal.out(json: Report(report))
                 } else if report.isClean {
                     try Terminal.out("\(report.name) \(report.version) verified: \(report.seed)")
                 } else {
@@ -40,6 +33,32 @@ extension ReseedCommand {
                     throw ExitCode.failure
                 }
             }
+        }
+    }
+}
+
+extension ReseedCommand.Verify {
+    /// The `--json` object of `reseed verify`: the ``SeedVerifier/Report``, with `ok` and every key present.
+    struct Report: Encodable {
+        /// One ``SeedVerifier/Finding``, its `step` `null` when it concerns no step.
+        struct Finding: Encodable {
+            var kind: SeedVerifier.Finding.Kind
+            @NullWhenNil var step: String?
+            var message: String
+        }
+
+        var seed: String
+        var name: String
+        var version: String
+        var ok: Bool
+        var findings: [Finding]
+
+        init(_ report: SeedVerifier.Report) {
+            seed = report.seed
+            name = report.name
+            version = report.version
+            ok = report.isClean
+            findings = report.findings.map { Finding(kind: $0.kind, step: $0.step, message: $0.message) }
         }
     }
 }

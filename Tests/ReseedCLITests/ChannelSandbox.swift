@@ -3,6 +3,7 @@ import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
+import ReseedTestSupport
 
 /// A temporary directory with seeds of the `items` store at any version, a signing key, a channel
 /// folder served over HTTP on 127.0.0.1 by ``ChannelServer``, and a data directory.

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 /// SIGKILL a real `reseed launch` at many moments of an install; each time the

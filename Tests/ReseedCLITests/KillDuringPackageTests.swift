@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 /// SIGKILL a real `reseed package` at many moments of a rebuild; each time the output folder must

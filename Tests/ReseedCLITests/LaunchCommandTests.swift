@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 @Suite struct LaunchCommandTests {

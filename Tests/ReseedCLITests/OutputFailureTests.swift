@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 /// The CLI's own output failing: a full disk, a reader that went away, a write the kernel refuses.

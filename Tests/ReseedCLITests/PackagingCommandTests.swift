@@ -1,6 +1,7 @@
 import Foundation
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 @Suite struct PackagingCommandTests {

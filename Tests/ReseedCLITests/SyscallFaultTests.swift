@@ -5,6 +5,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Synchronization
 import Testing
 

@@ -6,6 +6,7 @@ import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 /// `reseed keygen`, `publish` and `update`, run as the built binary against `channel_server.py`.

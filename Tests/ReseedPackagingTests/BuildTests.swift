@@ -67,6 +67,15 @@ import Testing
         #expect(error.description.hasSuffix("0001_schema.sql:6: no such table: missing"))
     }
 
+    @Test func aMissingMigrationsFolderKeepsItsErrno() throws {
+        let sandbox = try MigrationsSandbox()
+        try FileManager.default.removeItem(at: sandbox.migrations)
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .io)
+        #expect(error.path == sandbox.migrations.path)
+        #expect(error.errno?.rawValue == ENOENT)
+    }
+
     @Test func foreignKeyViolationAfterAStepFailsTheBuild() throws {
         var steps = Self.steps
         steps["0003_child.json"] = "[{\"id\": 1, \"parent_id\": 99}]"

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 @testable import ReseedPackaging
 

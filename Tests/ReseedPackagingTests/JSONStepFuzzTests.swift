@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 @testable import ReseedPackaging
 

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 @testable import ReseedPackaging
 

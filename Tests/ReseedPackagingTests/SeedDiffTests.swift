@@ -459,9 +459,33 @@ private let songsSchema = """
         let notFound = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: missing, new: good) }
         #expect(notFound?.path == missing.path)
         #expect(notFound?.message == "file not found")
+        #expect(notFound?.errno?.rawValue == ENOENT)
         let notADatabase = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: good, new: text) }
         #expect(notADatabase?.path == text.path)
         #expect(notADatabase?.message == "not a SQLite database")
         #expect(notADatabase?.databaseError?.resultCode == .SQLITE_NOTADB)
+    }
+
+    @Test func aFolderOrAMissingFileKeepsItsErrnoInTheTypedError() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let good = try scratch.database("good.sqlite", songsSchema)
+        let folder = scratch.directory.appending(path: "folder.sqlite")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
+        let missing = scratch.directory.appending(path: "gone/missing.sqlite")
+
+        // `Result(catching:)` keeps the typed error: this only compiles while `compare` throws `PackagingError`.
+        let intoFolder: Result<SeedDiff, PackagingError> = Result { () throws(PackagingError) in try SeedDiff.compare(old: good, new: folder) }
+        guard case .failure(let isFolder) = intoFolder else { Issue.record("a folder compared as a database"); return }
+        #expect(isFolder.path == folder.path)
+        #expect(isFolder.code == .io)
+        #expect(isFolder.errno?.rawValue == EISDIR)
+        #expect(isFolder.message == "is a directory, not a database file")
+
+        let fromMissing: Result<SeedDiff, PackagingError> = Result { () throws(PackagingError) in try SeedDiff.compare(old: missing, new: good) }
+        guard case .failure(let isMissing) = fromMissing else { Issue.record("a missing file compared as a database"); return }
+        #expect(isMissing.path == missing.path)
+        #expect(isMissing.errno?.rawValue == ENOENT)
+        #expect(isMissing.description.hasSuffix("[errno \(ENOENT): No such file or directory]"))
     }
 }

@@ -3,6 +3,7 @@ import GRDB
 import Reseed
 @testable import ReseedPackaging
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 /// A migrations folder written from strings, and builds of it.

@@ -1,6 +1,7 @@
 import Foundation
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 @Suite struct ReseedTestingTests {
@@ -94,7 +95,7 @@ import Testing
         var folder: URL?
         do {
             let sandbox = try ReseedSandbox(seed: URL(fileURLWithPath: "/nonexistent"))
-            folder = sandbox.directory.url
+            folder = sandbox.directory
             try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
             #expect(FileManager.default.fileExists(atPath: sandbox.dataDirectory.path))
         }

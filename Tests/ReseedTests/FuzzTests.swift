@@ -1,6 +1,7 @@
 import Foundation
 import ReseedPackaging
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 @testable import Reseed
 

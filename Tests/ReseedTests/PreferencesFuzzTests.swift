@@ -1,5 +1,6 @@
 import Foundation
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 @testable import Reseed
 

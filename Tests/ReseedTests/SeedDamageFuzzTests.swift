@@ -3,6 +3,7 @@ import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
+import ReseedTestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedTesting
+import ReseedTestSupport
 
 /// A sandbox with a data directory and seeds of the `items` store at any version.
 final class LaunchSandbox: Sendable {

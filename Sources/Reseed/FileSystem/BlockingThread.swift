@@ -15,9 +15,8 @@ import Synchronization
 /// `DispatchQueue.global()` runs on the very threads of tasks of default priority (two busy work
 /// items there keep a `.medium` task from starting for as long as they run). A copy or a hash queued
 /// on either holds one of those few threads for as long as it runs, and on a 2-core device the
-/// app's async tasks then wait behind it (3 reader tasks waited up to 133 ms during a 50 MB live
-/// replace, ≤ 5 ms at 1 MB). A new thread per job costs tens of microseconds, nothing beside work
-/// that takes milliseconds.
+/// app's async tasks then wait behind it (measured in `Benchmarks/README.md`, figure 6). A new
+/// thread per job costs little beside work that takes milliseconds.
 ///
 /// ```swift
 /// let hasher = BlockingThread.start("reseed-hash") { hash(file) }

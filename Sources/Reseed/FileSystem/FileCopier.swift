@@ -20,8 +20,7 @@ import SystemPackage
 /// Each chunk written has its writeback started at once
 /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): with gigabytes of RAM the kernel would
 /// otherwise keep a whole seed dirty until the caller's fsync and write it only then, after
-/// the copy and the hashing instead of beside them (a 1 GiB checksum install: 0.95–1.24 s
-/// without, 0.70–0.77 s with, against `openssl dgst -sha256` 0.80–0.85 s).
+/// the copy and the hashing instead of beside them (measured in `Benchmarks/README.md`, figure 4).
 package struct FileCopier: Sendable {
     /// The buffer of the read/write loop; large enough that syscalls are not the cost.
     package static let bufferSize = 1 << 20
@@ -98,8 +97,7 @@ package struct FileCopier: Sendable {
     /// The kernel copies (`copy_file_range`, chunk by chunk) while another thread hashes what has
     /// landed in the destination, reading it back from the page cache: on 2 cores the hash costs
     /// no time beside the copy, and it covers the bytes written, not just the bytes read.
-    /// Measured against read-hash-write in 1 MiB blocks (both with writeback started per chunk,
-    /// fastest of 5): 256 MiB 0.178 s vs 0.257 s, 1 GiB 0.69 s vs 0.94 s (`openssl`: 0.25, 0.80).
+    /// Faster than read-hash-write in 1 MiB blocks (measured in `Benchmarks/README.md`, figure 4).
     /// Nil when the kernel cannot `copy_file_range` between these files (nothing was written then).
     private func copyHashingBehind(_ source: Int32, _ destination: Int32) throws(Errno) -> Result? {
         let chunk = 8 << 20

@@ -19,8 +19,8 @@ import Foundation
 ///   decodes a body and stops the moment a callback refuses. swift-corelibs-foundation's
 ///   `URLSession` cannot be used there: it has libcurl decode any `Content-Encoding`, ignores
 ///   the delegate's disposition on the headers, and a `cancel()` waits until the server stops
-///   sending, so a refused gzip bomb was still decoded whole (1 GiB in 12 s, 4 GiB in 38 s,
-///   memory growing with it);
+///   sending, so a refused gzip bomb was still decoded whole, memory growing with it
+///   (measured in `Benchmarks/README.md`, "URLSession and a gzip bomb");
 /// - elsewhere, `URLSession` with a delegate (``TransferDelegate``), which there does wait for
 ///   the delegate's disposition before reading the body.
 struct HTTPTransfer: Sendable {

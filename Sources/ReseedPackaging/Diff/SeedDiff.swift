@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SystemPackage
 
 /// What changed between two releases of a seed: schema objects, columns, and rows.
 ///
@@ -152,14 +153,21 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     ///   - exampleLimit: How many added, removed and changed rows to show per
     ///     table, each; counts stay exact beyond it. Default 5; a negative value counts as 0.
     /// - Returns: The differences, empty when the databases hold the same schema and rows.
-    /// - Throws: ``PackagingError`` when a file is missing or is not a SQLite
-    ///   database, or when SQLite fails while reading either one.
+    /// - Throws: ``PackagingError`` when a file is missing, is a folder or is not a SQLite
+    ///   database (its ``PackagingError/errno`` is the `stat(2)` failure, such as `ENOENT`, or
+    ///   `EISDIR` for a folder), or when SQLite fails while reading either one.
     ///
     /// ```swift
     /// let diff = try SeedDiff.compare(old: oldURL, new: newURL, exampleLimit: 3)
     /// for table in diff.tables { print(table.name, table.added, table.removed, table.changed) }
     /// ```
-    public static func compare(old: URL, new: URL, exampleLimit: Int = 5) throws -> SeedDiff {
+    public static func compare(old: URL, new: URL, exampleLimit: Int = 5) throws(PackagingError) -> SeedDiff {
+        // Every failure below is already a PackagingError naming its file; the wrap only types it.
+        try packaging(path: old.path) { try compareOpened(old: old, new: new, exampleLimit: exampleLimit) }
+    }
+
+    /// ``compare(old:new:exampleLimit:)`` with untyped throws, as GRDB's closures throw.
+    private static func compareOpened(old: URL, new: URL, exampleLimit: Int) throws -> SeedDiff {
         let oldQueue = try openReadOnly(old)
         defer { try? oldQueue.close() }
         let newQueue = try openReadOnly(new)
@@ -203,11 +211,15 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     private static func openReadOnly(_ url: URL) throws -> DatabaseQueue {
         let path = url.path
         guard url.isFileURL else { throw Failure.make(path: url.absoluteString, message: "not a file URL") }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw Failure.make(path: path, message: "file not found")
+        let status: Stat
+        do {
+            status = try FilePath(path).stat()
+        } catch {
+            throw PackagingError(.io, path: path, message: error == .noSuchFileOrDirectory ? "file not found" : "cannot read the file", errno: error)
         }
-        guard !isDirectory.boolValue else { throw Failure.make(path: path, message: "is a directory, not a database file") }
+        guard status.type != .directory else {
+            throw PackagingError(.io, path: path, message: "is a directory, not a database file", errno: .isDirectory)
+        }
 
         var configuration = Configuration()
         configuration.readonly = true

@@ -93,7 +93,8 @@ public struct MigrationStep: Sendable, Hashable {
             normalizer.finish { hasher.update(bufferPointer: $0) }
             return lowercaseHex(hasher.finalize())
         } catch {
-            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
+            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)",
+                                 errno: PackagingError.systemErrno(of: error))
         }
     }
 
@@ -102,7 +103,8 @@ public struct MigrationStep: Sendable, Hashable {
         do {
             return try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
-            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)")
+            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)",
+                                 errno: PackagingError.systemErrno(of: error))
         }
     }
 }

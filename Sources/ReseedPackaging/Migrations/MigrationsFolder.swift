@@ -27,7 +27,8 @@ public struct MigrationsFolder: Sendable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: url.path)
         } catch {
-            throw PackagingError(.io, path: url.path, message: "cannot read the migrations folder: \(error.localizedDescription)")
+            throw PackagingError(.io, path: url.path, message: "cannot read the migrations folder: \(error.localizedDescription)",
+                                 errno: PackagingError.systemErrno(of: error))
         }
         var steps: [MigrationStep] = []
         var byNumber: [Int: String] = [:]

@@ -20,7 +20,8 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 
     /// A uniform integer in `range`, which must not be empty: the draw `Int.random(in: range, using:)`
     /// makes (Lemire's method), written out because a debug build runs the generic one unspecialised,
-    /// about a microsecond a draw. The same seed gives the same cases as before.
+    /// slowly (see `Benchmarks/README.md`, "SplitMix64 in a debug build"). The same seed gives the
+    /// same cases as before.
     public mutating func int(_ range: Range<Int>) -> Int {
         precondition(!range.isEmpty, "SplitMix64.int: empty range")
         let bound = UInt64(truncatingIfNeeded: range.upperBound &- range.lowerBound)
