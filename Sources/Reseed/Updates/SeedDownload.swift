@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -66,7 +59,7 @@ struct SeedDownload: Sendable {
         defer { withExtendedLifetime(file) {} }
         let fd = file.raw
         var have = try during(.download, path: partialPath) {
-            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
+            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in try Syscalls.fstat(fd).size }
         }
         if have > manifest.size {
             try truncate(fd)
@@ -161,7 +154,7 @@ struct SeedDownload: Sendable {
     /// The partial file, resumed when it is our own regular file, else created afresh (`O_EXCL`).
     private func openPartial() throws(ReseedError) -> OwnedDescriptor {
         try during(.download, path: partialPath) {
-            if let file = ownFile(partialName, flags: O_RDWR) { return file }
+            if let file = ownFile(partialName, access: .readWrite) { return file }
             _ = try directory.remove(partialName)
             return try directory.createExclusive(partialName)
         }
@@ -169,11 +162,11 @@ struct SeedDownload: Sendable {
 
     /// Opens `name` (never following a link) when it is a regular file with exactly one link,
     /// owned by this process's user; nil otherwise, and when it cannot be opened at all.
-    private func ownFile(_ name: String, flags: Int32) -> OwnedDescriptor? {
+    private func ownFile(_ name: String, access: FileDescriptor.AccessMode) -> OwnedDescriptor? {
         // O_NONBLOCK: a FIFO under this name must not block the open; it is refused just below.
-        guard let raw = try? Syscalls.openat(directory.fd, name, flags | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+        guard let raw = try? Syscalls.openat(directory.fd, name, access, [.noFollow, .nonBlocking]) else { return nil }
         let file = OwnedDescriptor(adopting: raw)
-        guard let info = try? Syscalls.fstat(file.raw), (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+        guard let info = try? Syscalls.fstat(file.raw), info.kind == .regular, info.linkCount == 1, info.ownerID == Syscalls.effectiveUserID() else {
             return nil
         }
         return file
@@ -181,7 +174,7 @@ struct SeedDownload: Sendable {
 
     /// The validator kept beside the partial file, when it is our own file and one plausible header value.
     private func readValidator() -> String? {
-        guard let file = ownFile(validatorName, flags: O_RDONLY) else { return nil }
+        guard let file = ownFile(validatorName, access: .readOnly) else { return nil }
         guard let bytes = try? Syscalls.pread(file.raw, count: 1024, at: 0), !bytes.isEmpty,
               bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
