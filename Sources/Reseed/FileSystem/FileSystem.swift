@@ -257,6 +257,16 @@ package final class Directory: Sendable {
         try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file, bytes) }
     }
 
+    /// Writes all of `buffer` to `file` at `offset` (`pwrite(2)`), leaving the file offset as it is.
+    package func write(_ buffer: UnsafeRawBufferPointer, to file: Int32, at offset: Int64, name: String) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.pwriteAll(file, buffer, at: offset) }
+    }
+
+    /// Cuts `file` to `length` bytes (`ftruncate(2)`); the fault seam sees it as a write.
+    package func truncate(_ file: Int32, name: String, to length: Int64 = 0) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.ftruncate(file, length) }
+    }
+
     /// The names in this directory (not `.` and `..`).
     package func names() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: url.path)
