@@ -358,6 +358,35 @@ import Testing
         #expect(try Data(contentsOf: sandbox.channel.appendingPathComponent("channel.json")) == manifest)
     }
 
+    @Test func theDownloadWritesThroughTheFileSystemSeamAndAFailedWriteIsAClearError() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let offered = try sandbox.seed("1.1.0", rows: 4, paddingBytes: 256 << 10)
+        try sandbox.publish(offered)
+        let partial = ".items.sqlite.reseed-download-" + offered.manifest.sha256.prefix(16)
+
+        func updater(observing observer: any FileSystemObserver) -> ChannelUpdater {
+            var launcher = sandbox.launcher(bundled)
+            launcher.fileSystem = FileSystem(observer: observer)
+            return ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, launcher: launcher)
+        }
+        // Write 1 empties the partial file for the whole-file answer (200); write 2 is the first piece of the body.
+        let fault = FailWrite(number: 2, to: partial)
+        let error = await #expect(throws: ReseedError.self) { try await updater(observing: fault).update() }
+        #expect(error?.step == .download)
+        #expect(error?.errno == .ioError)
+        #expect(error?.message.hasPrefix("cannot write the download") == true, "\(String(describing: error))")
+        #expect(fault.failed)
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
+
+        let log = ActionLog()
+        #expect(try await updater(observing: log).update().action == .updated)
+        #expect(log.actions.contains { $0.kind == .write && URL(fileURLWithPath: $0.path).lastPathComponent == partial })
+        #expect(log.actions.contains { $0.kind == .sync && URL(fileURLWithPath: $0.path).lastPathComponent == partial })
+        #expect(try sandbox.labels().count == 4)
+    }
+
     @Test func aLaunchAfterAnUpdateKeepsTheDownloadedNewerSeed() async throws {
         let sandbox = try ChannelSandbox()
         let bundled = try sandbox.seed("1.0.0")
@@ -454,6 +483,31 @@ final class ActionLog: FileSystemObserver {
     func willPerform(_ action: FileAction) throws {}
     func didPerform(_ action: FileAction) throws { entries.withLock { $0.append(action) } }
     var actions: [FileAction] { entries.withLock { $0 } }
+}
+
+/// Fails the `number`-th write to one file (a truncation counts) with `EIO`, as a failing disk would.
+final class FailWrite: FileSystemObserver {
+    private let name: String
+    private let number: Int
+    private let writes = Mutex(0)
+
+    init(number: Int, to name: String) {
+        self.name = name
+        self.number = number
+    }
+
+    var failed: Bool { writes.withLock { $0 >= number } }
+
+    func willPerform(_ action: FileAction) throws {
+        guard action.kind == .write, URL(fileURLWithPath: action.path).lastPathComponent == name else { return }
+        let count = writes.withLock { writes in
+            writes += 1
+            return writes
+        }
+        if count == number { throw FileSystemFailure(operation: "write", path: action.path, errno: .ioError) }
+    }
+
+    func didPerform(_ action: FileAction) throws {}
 }
 
 /// Progress reports collected from another thread.

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Foundation
 import Synchronization
@@ -61,7 +54,7 @@ package final class BlockingThread<Value: Sendable>: Sendable {
 /// for it.
 package func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
     let job = Unmanaged.passRetained(ThreadJob(name: name, body: body))
-    if spawnThread(job.toOpaque()) { return }
+    if Syscalls.spawnDetachedThread(job.toOpaque()) { return }
     job.release()
     DispatchQueue.global().async(execute: body)
 }
@@ -88,21 +81,8 @@ private final class ThreadJob: Sendable {
     }
 }
 
-/// Starts a detached thread running the retained `ThreadJob` at `context`; false when none could be started.
-private func spawnThread(_ context: UnsafeMutableRawPointer) -> Bool {
-    var attributes = pthread_attr_t()
-    guard pthread_attr_init(&attributes) == 0 else { return false }
-    defer { pthread_attr_destroy(&attributes) }
-    guard pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) == 0 else { return false }
-    #if canImport(Darwin)
-    var thread: pthread_t?
-    #else
-    var thread = pthread_t()
-    #endif
-    return pthread_create(&thread, &attributes, { runThreadJob($0) }, context) == 0
-}
-
-private func runThreadJob(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+/// The body of a thread ``Syscalls/spawnDetachedThread(_:)`` started: runs the retained `ThreadJob` at `context`.
+func runThreadJob(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
     guard let context else { return nil }
     let job = Unmanaged<ThreadJob>.fromOpaque(context).takeRetainedValue()
     // A name is a debugging aid (`top -H`, a debugger's thread list); Foundation sets the system's.

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import SystemPackage
 
@@ -28,36 +21,18 @@ extension Directory {
         return leftovers
     }
 
-    /// Replaces `name` with `bytes` atomically and durably: temp file, fsync, rename, directory fsync.
+    /// Replaces `name` with `bytes` atomically and durably (see ``writeDurably(_:permissions:placement:write:check:)``).
     ///
     /// The new file keeps the permission bits of the one it replaces (an app's
     /// private settings stay private); a new file gets 0644 less the umask.
     package func replaceAtomically(_ name: String, with bytes: [UInt8]) throws {
-        let temporary = Self.temporaryName(for: name)
-        let file = try createExclusive(temporary)
-        do {
+        try writeDurably(name) { file, temporary in
             if let existing = try status(name) {
                 try fileSystem.reading("fchmod", path(temporary)) { () throws(Errno) in
-                    try Syscalls.fchmod(file.raw, existing.st_mode & 0o7777)
+                    try Syscalls.fchmod(file, existing.permissions)
                 }
             }
-            try write(bytes, to: file.raw, name: temporary)
-            try sync(file.raw, name: temporary)
-        } catch {
-            _ = try? remove(temporary)
-            throw error
+            try write(bytes, to: file, name: temporary)
         }
-        do {
-            do throws(Errno) {
-                try file.close()
-            } catch {
-                throw FileSystemFailure(operation: "close", path: path(temporary), errno: error)
-            }
-            try rename(temporary, to: name)
-        } catch {
-            _ = try? remove(temporary)
-            throw error
-        }
-        try sync()
     }
 }

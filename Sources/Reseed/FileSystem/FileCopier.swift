@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Crypto
 import Foundation
 import Synchronization
@@ -58,17 +51,15 @@ package struct FileCopier: Sendable {
             if let result = try copyHashingBehind(source, destination) { return result }
             return try readHashWrite(source, destination)
         }
-        let size = Int64(try Syscalls.fstat(source).st_size)
+        let size = try Syscalls.fstat(source).size
         if size <= limit, (try? Syscalls.cloneFile(from: source, to: destination)) != nil {
             progress?(size)
             return Result(bytes: size, sha256: nil)
         }
-        #if canImport(Darwin)
-        if size <= limit, fcopyfile(source, destination, nil, copyfile_flags_t(COPYFILE_DATA)) == 0 {
+        if size <= limit, (try? Syscalls.copyFileData(from: source, to: destination)) != nil {
             progress?(size)
             return Result(bytes: size, sha256: nil)
         }
-        #endif
         if let copied = try copyFileRange(source, destination) {
             return Result(bytes: copied, sha256: nil)
         }

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import SystemPackage
 
@@ -97,21 +90,23 @@ package struct FileSystem: Sendable {
     /// - Parameters:
     ///   - name: the path, relative to `directory` (default: the working directory).
     ///   - path: the path errors name.
-    ///   - flags: `O_RDONLY` by default; add `O_NOFOLLOW` to refuse a symbolic link.
+    ///   - access: `.readOnly` by default.
+    ///   - options: none by default; `.noFollow` refuses a symbolic link.
     /// - Throws: ``FileSystemFailure``: the `openat` errno, or a reason without one.
     package static func openRegularFile(
-        _ name: String, in directory: Int32 = AT_FDCWD, path: String? = nil, flags: Int32 = O_RDONLY
+        _ name: String, in directory: Int32 = Syscalls.currentDirectory, path: String? = nil,
+        access: FileDescriptor.AccessMode = .readOnly, options: FileDescriptor.OpenOptions = []
     ) throws(FileSystemFailure) -> OwnedDescriptor {
         let path = path ?? name
         let fd: OwnedDescriptor
         do {
-            fd = OwnedDescriptor(adopting: try Syscalls.openat(directory, name, flags | O_NONBLOCK))
+            fd = OwnedDescriptor(adopting: try Syscalls.openat(directory, name, access, options.union(.nonBlocking)))
         } catch {
             throw FileSystemFailure(operation: "open", path: path, errno: error)
         }
         let kind: String?
         do {
-            kind = FileKind.nonRegularName(try Syscalls.fstat(fd.raw).st_mode)
+            kind = try Syscalls.fstat(fd.raw).kind.nonRegularName
         } catch {
             throw FileSystemFailure(operation: "fstat", path: path, errno: error)
         }
@@ -124,7 +119,7 @@ package struct FileSystem: Sendable {
     /// Opens a directory, creating it (and its parents, mode 0755) when `create` is true.
     package func openDirectory(_ url: URL, create: Bool) throws -> Directory {
         let path = url.path
-        let open = { () throws(Errno) in OwnedDescriptor(adopting: try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY)) }
+        let open = { () throws(Errno) in OwnedDescriptor(adopting: try Syscalls.openat(Syscalls.currentDirectory, path, .readOnly, .directory)) }
         do {
             return Directory(fileSystem: self, url: url, fd: try open())
         } catch where create && error == .noSuchFileOrDirectory {
@@ -142,7 +137,7 @@ package struct FileSystem: Sendable {
         if !parent.isEmpty, parent != path { try createDirectories(parent) }
         do {
             try perform(.createDirectory, path) { () throws(Errno) in
-                try Syscalls.mkdirat(AT_FDCWD, path, 0o755)
+                try Syscalls.mkdirat(Syscalls.currentDirectory, path, FilePermissions(rawValue: 0o755))
             }
         } catch let failure as FileSystemFailure where failure.errno == .fileExists {
             return
@@ -172,20 +167,20 @@ package final class Directory: Sendable {
 
     package func path(_ name: String) -> String { basePath + name }
 
-    /// Creates `name` exclusively (`O_EXCL`, never following a link), with `mode` (default 0644) less the umask.
-    package func createExclusive(_ name: String, mode: mode_t = 0o644) throws -> OwnedDescriptor {
+    /// Creates `name` exclusively (`O_EXCL`, never following a link), with `permissions` less the umask.
+    package func createExclusive(_ name: String, permissions: FilePermissions = .defaultFile) throws -> OwnedDescriptor {
         try fileSystem.perform(.createFile, path(name)) { () throws(Errno) in
-            OwnedDescriptor(adopting: try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, mode))
+            OwnedDescriptor(adopting: try Syscalls.openat(fd, name, .readWrite, [.create, .exclusiveCreate, .noFollow], permissions: permissions))
         }
     }
 
     /// Opens the regular file `name` for reading without following a link; nil when it does not exist.
     ///
     /// - Throws: ``FileSystemFailure`` when it cannot be opened or is not a regular file (see
-    ///   ``FileSystem/openRegularFile(_:in:path:flags:)``).
+    ///   ``FileSystem/openRegularFile(_:in:path:access:options:)``).
     package func openForReading(_ name: String) throws(FileSystemFailure) -> OwnedDescriptor? {
         do {
-            return try FileSystem.openRegularFile(name, in: fd, path: path(name), flags: O_RDONLY | O_NOFOLLOW)
+            return try FileSystem.openRegularFile(name, in: fd, path: path(name), options: .noFollow)
         } catch where error.errno == .noSuchFileOrDirectory {
             return nil
         }
@@ -194,12 +189,12 @@ package final class Directory: Sendable {
     /// Opens (creating when needed) a lock file; it is never removed, so every locker meets the same inode.
     package func openLockFile(_ name: String) throws -> OwnedDescriptor {
         try fileSystem.perform(.lock, path(name)) { () throws(Errno) in
-            OwnedDescriptor(adopting: try Syscalls.openat(fd, name, O_RDWR | O_CREAT | O_NOFOLLOW, 0o644))
+            OwnedDescriptor(adopting: try Syscalls.openat(fd, name, .readWrite, [.create, .noFollow], permissions: .defaultFile))
         }
     }
 
     /// Describes `name` without following a link; nil when absent.
-    package func status(_ name: String) throws(FileSystemFailure) -> stat? {
+    package func status(_ name: String) throws(FileSystemFailure) -> FileStatus? {
         try fileSystem.reading("stat", path(name)) { () throws(Errno) in try Syscalls.lstatat(fd, name) }
     }
 
@@ -217,7 +212,7 @@ package final class Directory: Sendable {
 
     /// The device this directory is on (moves within one device are renames).
     package func device() throws(FileSystemFailure) -> UInt64 {
-        try fileSystem.reading("fstat", url.path) { () throws(Errno) in UInt64(try Syscalls.fstat(fd).st_dev) }
+        try fileSystem.reading("fstat", url.path) { () throws(Errno) in try Syscalls.fstat(fd).device }
     }
 
     /// Renames `from` to `to`, failing with `EEXIST` rather than replacing an existing `to`.
@@ -253,7 +248,7 @@ package final class Directory: Sendable {
 
     /// Opens `name` and fsyncs it.
     package func syncFile(_ name: String) throws {
-        let file = try FileSystem.openRegularFile(name, in: fd, path: path(name), flags: O_RDONLY | O_NOFOLLOW)
+        let file = try FileSystem.openRegularFile(name, in: fd, path: path(name), options: .noFollow)
         try sync(file.raw, name: name)
     }
 
@@ -262,25 +257,23 @@ package final class Directory: Sendable {
         try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file, bytes) }
     }
 
+    /// Writes all of `buffer` to `file` at `offset` (`pwrite(2)`), leaving the file offset as it is.
+    package func write(_ buffer: UnsafeRawBufferPointer, to file: Int32, at offset: Int64, name: String) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.pwriteAll(file, buffer, at: offset) }
+    }
+
+    /// Cuts `file` to `length` bytes (`ftruncate(2)`); the fault seam sees it as a write.
+    package func truncate(_ file: Int32, name: String, to length: Int64 = 0) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.ftruncate(file, length) }
+    }
+
     /// The names in this directory (not `.` and `..`).
     package func names() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: url.path)
     }
 }
 
-/// Names of the kinds of file that are not regular files, for error messages.
-package enum FileKind {
-    /// "a FIFO", "a directory", …; nil for a regular file.
-    package static func nonRegularName(_ mode: mode_t) -> String? {
-        switch mode & S_IFMT {
-        case S_IFREG: nil
-        case S_IFDIR: "a directory"
-        case S_IFIFO: "a FIFO"
-        case S_IFCHR: "a character device"
-        case S_IFBLK: "a block device"
-        case S_IFSOCK: "a socket"
-        case S_IFLNK: "a symbolic link"
-        default: "of type \(String(mode & S_IFMT, radix: 8))"
-        }
-    }
+extension FilePermissions {
+    /// 0644: the owner reads and writes, the others read (less the umask, when a file is created).
+    package static let defaultFile: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead]
 }

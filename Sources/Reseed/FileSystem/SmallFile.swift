@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import SystemPackage
 
@@ -26,10 +19,10 @@ func readSmallFileIfPresent(
     let fd = file.raw
     do {
         let info = try Syscalls.fstat(fd)
-        guard Int64(info.st_size) <= Int64(limit) else { throw tooLarge(Int64(info.st_size)) }
+        guard info.size <= Int64(limit) else { throw tooLarge(info.size) }
         // Read to the end of the file, whatever fstat said (it may have grown), never past the limit.
         var bytes: [UInt8] = []
-        var chunk = Int(info.st_size) + 1
+        var chunk = Int(info.size) + 1
         while true {
             let part = try Syscalls.pread(fd, count: chunk, at: Int64(bytes.count))
             bytes += part

@@ -47,7 +47,7 @@ package final class StoreLock: Sendable {
     package static func acquireFolder(_ directory: Directory, timeout: Duration) throws -> StoreLock? {
         try acquire(directory.path(""), in: directory, timeout: timeout) {
             try directory.fileSystem.perform(.lock, directory.path("")) { () throws(Errno) in
-                OwnedDescriptor(adopting: try Syscalls.openat(directory.fd, ".", O_RDONLY | O_DIRECTORY))
+                OwnedDescriptor(adopting: try Syscalls.openat(directory.fd, ".", .readOnly, .directory))
             }
         }
     }

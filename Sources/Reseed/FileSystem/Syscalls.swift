@@ -12,8 +12,14 @@ import SystemPackage
 ///
 /// Each wrapper names the C call it wraps, retries `EINTR` (the only place
 /// that does), and throws the failure as an `Errno` value. Nothing here knows
-/// about seeds or stores: callers attach the path and the step.
+/// about seeds or stores: callers attach the path and the step. This is the one
+/// file of the library that imports the C library: callers use swift-system's
+/// types (`FileDescriptor.AccessMode`, `FileDescriptor.OpenOptions`, `FilePermissions`)
+/// and ``FileStatus`` instead of `O_*`, `mode_t` and `struct stat`.
 package enum Syscalls {
+    /// `AT_FDCWD`: a directory argument that resolves a relative name from the working directory.
+    package static let currentDirectory: Int32 = AT_FDCWD
+
     /// Runs `body` until it does not fail with `EINTR`.
     @inline(__always)
     static func retrying<T: FixedWidthInteger>(_ body: () -> T) throws(Errno) -> T {
@@ -25,9 +31,13 @@ package enum Syscalls {
         }
     }
 
-    /// `openat(2)`, with `O_CLOEXEC` always added.
-    package static func openat(_ directory: Int32, _ path: String, _ flags: Int32, _ mode: mode_t = 0) throws(Errno) -> Int32 {
-        try retrying { path.withCString { system_openat(directory, $0, flags | O_CLOEXEC, mode) } }
+    /// `openat(2)`, with `O_CLOEXEC` always added; `permissions` (less the umask) apply to a file `.create` makes.
+    package static func openat(
+        _ directory: Int32, _ path: String, _ access: FileDescriptor.AccessMode, _ options: FileDescriptor.OpenOptions = [],
+        permissions: FilePermissions = []
+    ) throws(Errno) -> Int32 {
+        let flags = access.rawValue | options.rawValue | O_CLOEXEC
+        return try retrying { path.withCString { system_openat(directory, $0, flags, mode_t(permissions.rawValue)) } }
     }
 
     /// `close(2)`. `EINTR` is not retried: on Linux the descriptor is gone either way.
@@ -88,23 +98,23 @@ package enum Syscalls {
     }
 
     /// `mkdirat(2)`.
-    package static func mkdirat(_ directory: Int32, _ path: String, _ mode: mode_t) throws(Errno) {
-        _ = try retrying { system_mkdirat(directory, path, mode) }
+    package static func mkdirat(_ directory: Int32, _ path: String, _ permissions: FilePermissions) throws(Errno) {
+        _ = try retrying { system_mkdirat(directory, path, mode_t(permissions.rawValue)) }
     }
 
     /// `fstat(2)`.
-    package static func fstat(_ fd: Int32) throws(Errno) -> stat {
+    package static func fstat(_ fd: Int32) throws(Errno) -> FileStatus {
         var info = stat()
         _ = try retrying { system_fstat(fd, &info) }
-        return info
+        return FileStatus(info)
     }
 
     /// `fstatat(2)` without following a final symbolic link; nil when the name does not exist.
-    package static func lstatat(_ directory: Int32, _ path: String) throws(Errno) -> stat? {
+    package static func lstatat(_ directory: Int32, _ path: String) throws(Errno) -> FileStatus? {
         var info = stat()
         do {
             _ = try retrying { system_fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW) }
-            return info
+            return FileStatus(info)
         } catch where error == .noSuchFileOrDirectory {
             return nil
         }
@@ -175,6 +185,16 @@ package enum Syscalls {
         _ = try retrying { reseed_ficlone(destination, source) }
     }
 
+    /// `fcopyfile(3)` with `COPYFILE_DATA` on Apple platforms (a clone on APFS); elsewhere
+    /// it throws `ENOTSUP` at once, without a system call.
+    package static func copyFileData(from source: Int32, to destination: Int32) throws(Errno) {
+        #if canImport(Darwin)
+        if fcopyfile(source, destination, nil, copyfile_flags_t(COPYFILE_DATA)) != 0 { throw Errno(rawValue: errno) }
+        #else
+        throw .notSupported
+        #endif
+    }
+
     /// `posix_fadvise(POSIX_FADV_SEQUENTIAL)`: a hint only, so failures are ignored.
     package static func adviseSequential(_ fd: Int32) {
         _ = reseed_advise_sequential(fd)
@@ -192,17 +212,92 @@ package enum Syscalls {
         _ = try retrying { system_ftruncate(fd, off_t(length)) }
     }
 
-    /// `fchmod(2)`.
-    package static func fchmod(_ fd: Int32, _ mode: mode_t) throws(Errno) {
-        _ = try retrying { system_fchmod(fd, mode) }
+    /// `fchmod(2)`: sets exactly `permissions`, whatever the umask.
+    package static func fchmod(_ fd: Int32, _ permissions: FilePermissions) throws(Errno) {
+        _ = try retrying { system_fchmod(fd, mode_t(permissions.rawValue)) }
     }
 
-    /// `realpath(3)`: the absolute path with every symbolic link resolved; nil (with `errno` set)
-    /// when a component is missing, such as the target of a dangling link.
-    package static func realpath(_ path: String) -> String? {
-        guard let resolved = system_realpath(path) else { return nil }
+    /// `realpath(3)`: the absolute path with every symbolic link resolved.
+    ///
+    /// - Throws: `Errno` when a component is missing (such as the target of a dangling link) or cannot be read.
+    package static func realpath(_ path: String) throws(Errno) -> String {
+        guard let resolved = system_realpath(path) else { throw Errno(rawValue: errno) }
         defer { free(resolved) }
         return String(cString: resolved)
+    }
+
+    /// `geteuid(2)`: the user this process acts as.
+    package static func effectiveUserID() -> UInt32 {
+        UInt32(geteuid())
+    }
+
+    /// `pthread_create(3)` of a detached thread that runs ``runThreadJob(_:)`` with `context`;
+    /// false when the system refuses a new thread (nothing ran then).
+    static func spawnDetachedThread(_ context: UnsafeMutableRawPointer) -> Bool {
+        var attributes = pthread_attr_t()
+        guard pthread_attr_init(&attributes) == 0 else { return false }
+        defer { pthread_attr_destroy(&attributes) }
+        guard pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED)) == 0 else { return false }
+        #if canImport(Darwin)
+        var thread: pthread_t?
+        #else
+        var thread = pthread_t()
+        #endif
+        return pthread_create(&thread, &attributes, { runThreadJob($0) }, context) == 0
+    }
+}
+
+/// What `fstat(2)` says of a file, in Swift types.
+package struct FileStatus: Sendable {
+    /// What kind of file it is (`st_mode & S_IFMT`).
+    package enum Kind: Sendable, Hashable {
+        case regular, directory, fifo, characterDevice, blockDevice, socket, symbolicLink
+        /// A type this enum does not name; the octal `S_IFMT` bits.
+        case other(UInt32)
+
+        /// "a FIFO", "a directory", …, for error messages; nil for a regular file.
+        package var nonRegularName: String? {
+            switch self {
+            case .regular: nil
+            case .directory: "a directory"
+            case .fifo: "a FIFO"
+            case .characterDevice: "a character device"
+            case .blockDevice: "a block device"
+            case .socket: "a socket"
+            case .symbolicLink: "a symbolic link"
+            case .other(let bits): "of type \(String(bits, radix: 8))"
+            }
+        }
+    }
+
+    package var kind: Kind
+    /// The permission bits, with set-user-ID, set-group-ID and sticky (`st_mode & 07777`).
+    package var permissions: FilePermissions
+    /// `st_size`.
+    package var size: Int64
+    /// `st_dev`: the device the file is on.
+    package var device: UInt64
+    /// `st_nlink`: how many names the file has.
+    package var linkCount: UInt64
+    /// `st_uid`.
+    package var ownerID: UInt32
+
+    init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFIFO: kind = .fifo
+        case S_IFCHR: kind = .characterDevice
+        case S_IFBLK: kind = .blockDevice
+        case S_IFSOCK: kind = .socket
+        case S_IFLNK: kind = .symbolicLink
+        default: kind = .other(UInt32(info.st_mode & S_IFMT))
+        }
+        permissions = FilePermissions(rawValue: CModeT(info.st_mode & 0o7777))
+        size = Int64(info.st_size)
+        device = UInt64(info.st_dev)
+        linkCount = UInt64(info.st_nlink)
+        ownerID = UInt32(info.st_uid)
     }
 }
 

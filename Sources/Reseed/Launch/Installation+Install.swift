@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import GRDB
 import Logging
@@ -62,40 +55,28 @@ extension Installation {
             throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .copy, path: seedPath, errno: error.errno,
                               message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
         }
-        let destination = try during(.copy, path: directory.path(temporary)) { try directory.createExclusive(temporary) }
-        // The numbers, for the closures below; `source` and `destination` own and close them.
-        let (sourceFD, destinationFD) = (source.raw, destination.raw)
-        do {
-            let total = manifest.size
-            // At most one byte more than the manifest says: a longer source (a file that grows, a huge
-            // sparse file) is refused after size + 1 bytes, never copied until the disk fills.
-            let copier = FileCopier(hashing: verification == .checksum, limit: manifest.size + 1, progress: progress.map { report in
-                { @Sendable done in report(done, total) }
-            })
-            let copied = try during(.copy, path: seedPath) {
-                try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                    try copier.copy(from: sourceFD, to: destinationFD)
+        let total = manifest.size
+        // At most one byte more than the manifest says: a longer source (a file that grows, a huge
+        // sparse file) is refused after size + 1 bytes, never copied until the disk fills.
+        let copier = FileCopier(hashing: verification == .checksum, limit: manifest.size + 1, progress: progress.map { report in
+            { @Sendable done in report(done, total) }
+        })
+        // The number, for the closure below; `source` owns and closes it.
+        let sourceFD = source.raw
+        try during(.copy, path: directory.path(temporary)) {
+            try directory.writeTemporary(temporary, write: { destinationFD in
+                let copied = try during(.copy, path: seedPath) {
+                    try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
+                        try copier.copy(from: sourceFD, to: destinationFD)
+                    }
                 }
-            }
-            try during(.copy, path: directory.path(temporary)) { try directory.sync(destinationFD, name: temporary) }
-            try verify(destinationFD, temporary: temporary, copied: copied)
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw error
+                // Before the fsync: the checks read the copy from the page cache, and a copy that fails them is removed unsynced.
+                try verify(destinationFD, temporary: temporary, copied: copied)
+            }, check: { _ in
+                try verifyEmbeddedMetadata(temporary)
+            })
         }
         withExtendedLifetime(source) {}
-        do {
-            try destination.close()
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw ReseedError(.io, step: .copy, path: directory.path(temporary), errno: error, message: "close failed")
-        }
-        do {
-            try verifyEmbeddedMetadata(temporary)
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw error
-        }
     }
 
     private func verificationFailure(_ message: String) -> ReseedError {
@@ -106,7 +87,7 @@ extension Installation {
     private func verify(_ fd: Int32, temporary: String, copied: FileCopier.Result) throws(ReseedError) {
         let path = directory.path(temporary)
         let size = try during(.verify, path: path) {
-            try directory.fileSystem.reading("fstat", path) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
+            try directory.fileSystem.reading("fstat", path) { () throws(Errno) in try Syscalls.fstat(fd).size }
         }
         guard copied.bytes <= manifest.size else {
             throw verificationFailure("seed is longer than the \(manifest.size) bytes the manifest says; the copy stopped there")

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Logging
 import SystemPackage
@@ -89,29 +82,15 @@ extension Installation {
 
     /// Copies a store from another filesystem beside the store, fsyncs it, checks SQLite reads it whole, renames it in.
     private func copyAcross(from source: Int32, path sourcePath: String) throws {
-        let temporary = Directory.temporaryName(for: storeName)
-        let destination = try directory.createExclusive(temporary)
-        do {
-            let destinationFD = destination.raw
+        try directory.writeDurably(storeName, write: { destinationFD, temporary in
             _ = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
                 try FileCopier(hashing: false).copy(from: source, to: destinationFD)
             }
-            try directory.sync(destination.raw, name: temporary)
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw error
-        }
-        do {
-            try destination.close()
+        }, check: { _, temporary in
             let check = try SeedMetadata.quickCheck(path: directory.path(temporary))
             guard check == "ok" else {
                 throw ReseedError(.verificationFailed, step: .adoptLegacyStore, path: sourcePath, message: "the copy of the legacy store fails quick_check: \(check)")
             }
-            try directory.rename(temporary, to: storeName)
-            try directory.sync()
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw error
-        }
+        })
     }
 }

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Logging
 import SystemPackage
@@ -259,9 +252,12 @@ public struct PreferencesFile: Sendable {
     /// chain), so that a write replaces that file beside itself and the link keeps pointing at it.
     private func target(in directory: Directory) throws(ReseedError) -> Target {
         let info = try during(.recordVersion, path: url.path) { try directory.status(fileName) }
-        guard let info, info.st_mode & S_IFMT == S_IFLNK else { return Target(directory: directory, name: fileName) }
-        guard let resolved = Syscalls.realpath(url.path) else {
-            throw ReseedError(.io, step: .recordVersion, path: url.path, errno: Errno(rawValue: errno),
+        guard let info, info.kind == .symbolicLink else { return Target(directory: directory, name: fileName) }
+        let resolved: String
+        do {
+            resolved = try Syscalls.realpath(url.path)
+        } catch {
+            throw ReseedError(.io, step: .recordVersion, path: url.path, errno: error,
                               message: "the preferences file is a symbolic link whose target cannot be reached")
         }
         let targetURL = URL(fileURLWithPath: resolved, isDirectory: false)

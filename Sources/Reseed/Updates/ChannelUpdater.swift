@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Logging
 
@@ -237,7 +230,7 @@ public struct ChannelUpdater: Sendable {
         // Read through SQLite, read-only: no descriptor of ours can drop the locks of a connection
         // this process holds. A store that cannot be read has no floor; its install would replace it.
         var embedded: String?
-        if facts.live == nil, let info = try? directory.status(name + ".sqlite"), (info.st_mode & S_IFMT) == S_IFREG,
+        if facts.live == nil, let info = try? directory.status(name + ".sqlite"), info.kind == .regular,
            let metadata = try? SeedMetadata.read(path: storePath), metadata.name == name {
             embedded = metadata.version
         }

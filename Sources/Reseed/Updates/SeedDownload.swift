@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -66,7 +59,7 @@ struct SeedDownload: Sendable {
         defer { withExtendedLifetime(file) {} }
         let fd = file.raw
         var have = try during(.download, path: partialPath) {
-            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in Int64(try Syscalls.fstat(fd).st_size) }
+            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in try Syscalls.fstat(fd).size }
         }
         if have > manifest.size {
             try truncate(fd)
@@ -76,7 +69,7 @@ struct SeedDownload: Sendable {
         var received: Int64 = 0
         // A second round only when the server said the partial file's range is not satisfiable.
         for round in 1...2 where have < manifest.size {
-            let sink = DownloadSink(fd: fd, start: have, size: manifest.size, url: url, path: partialPath, progress: progress)
+            let sink = DownloadSink(fd: fd, directory: directory, name: partialName, start: have, size: manifest.size, url: url, progress: progress)
             var headers: [String: String] = [:]
             if have > 0 {
                 headers["Range"] = "bytes=\(have)-"
@@ -97,7 +90,7 @@ struct SeedDownload: Sendable {
                     continue
                 }
                 if sink.overflowed { removeFiles() }
-                try? Syscalls.fsync(fd)
+                try? directory.sync(fd, name: partialName)
                 var failure = error
                 if error.code == .download, error.httpStatus == nil, !sink.overflowed, sink.offset > 0 {
                     failure.message += "; \(sink.offset) of \(manifest.size) bytes are kept and the next try resumes"
@@ -153,7 +146,7 @@ struct SeedDownload: Sendable {
 
     private func truncate(_ fd: Int32) throws(ReseedError) {
         try during(.download, path: partialPath) {
-            try directory.fileSystem.perform(.write, partialPath) { () throws(Errno) in try Syscalls.ftruncate(fd, 0) }
+            try directory.truncate(fd, name: partialName)
         }
         _ = try? directory.remove(validatorName)
     }
@@ -161,7 +154,7 @@ struct SeedDownload: Sendable {
     /// The partial file, resumed when it is our own regular file, else created afresh (`O_EXCL`).
     private func openPartial() throws(ReseedError) -> OwnedDescriptor {
         try during(.download, path: partialPath) {
-            if let file = ownFile(partialName, flags: O_RDWR) { return file }
+            if let file = ownFile(partialName, access: .readWrite) { return file }
             _ = try directory.remove(partialName)
             return try directory.createExclusive(partialName)
         }
@@ -169,11 +162,11 @@ struct SeedDownload: Sendable {
 
     /// Opens `name` (never following a link) when it is a regular file with exactly one link,
     /// owned by this process's user; nil otherwise, and when it cannot be opened at all.
-    private func ownFile(_ name: String, flags: Int32) -> OwnedDescriptor? {
+    private func ownFile(_ name: String, access: FileDescriptor.AccessMode) -> OwnedDescriptor? {
         // O_NONBLOCK: a FIFO under this name must not block the open; it is refused just below.
-        guard let raw = try? Syscalls.openat(directory.fd, name, flags | O_NOFOLLOW | O_NONBLOCK) else { return nil }
+        guard let raw = try? Syscalls.openat(directory.fd, name, access, [.noFollow, .nonBlocking]) else { return nil }
         let file = OwnedDescriptor(adopting: raw)
-        guard let info = try? Syscalls.fstat(file.raw), (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+        guard let info = try? Syscalls.fstat(file.raw), info.kind == .regular, info.linkCount == 1, info.ownerID == Syscalls.effectiveUserID() else {
             return nil
         }
         return file
@@ -181,7 +174,7 @@ struct SeedDownload: Sendable {
 
     /// The validator kept beside the partial file, when it is our own file and one plausible header value.
     private func readValidator() -> String? {
-        guard let file = ownFile(validatorName, flags: O_RDONLY) else { return nil }
+        guard let file = ownFile(validatorName, access: .readOnly) else { return nil }
         guard let bytes = try? Syscalls.pread(file.raw, count: 1024, at: 0), !bytes.isEmpty,
               bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
@@ -193,11 +186,12 @@ struct SeedDownload: Sendable {
     private func writeValidator(_ validator: String) {
         _ = try? directory.remove(validatorName)
         guard let file = try? directory.createExclusive(validatorName) else { return }
-        _ = try? Syscalls.writeAll(file.raw, Array(validator.utf8))
+        _ = try? directory.write(Array(validator.utf8), to: file.raw, name: validatorName)
     }
 }
 
-/// Writes one response's body into the partial file at the right offset, within the manifest's size.
+/// Writes one response's body into the partial file at the right offset, within the manifest's size,
+/// through the directory's file-system seam.
 private final class DownloadSink: Sendable {
     private struct State {
         var offset: Int64
@@ -207,19 +201,22 @@ private final class DownloadSink: Sendable {
     }
 
     private let fd: Int32
+    private let directory: Directory
+    /// The partial file's name in `directory`.
+    private let name: String
     private let start: Int64
     private let size: Int64
     private let url: URL
-    private let path: String
     private let progress: (@Sendable (Int64, Int64) -> Void)?
     private let state: Mutex<State>
 
-    init(fd: Int32, start: Int64, size: Int64, url: URL, path: String, progress: (@Sendable (Int64, Int64) -> Void)?) {
+    init(fd: Int32, directory: Directory, name: String, start: Int64, size: Int64, url: URL, progress: (@Sendable (Int64, Int64) -> Void)?) {
         self.fd = fd
+        self.directory = directory
+        self.name = name
         self.start = start
         self.size = size
         self.url = url
-        self.path = path
         self.progress = progress
         self.state = Mutex(State(offset: start))
     }
@@ -243,9 +240,10 @@ private final class DownloadSink: Sendable {
                 throw refuse("the server says the seed is \(length) bytes; the signed channel manifest says \(size)")
             }
             do {
-                try Syscalls.ftruncate(fd, 0)
+                try directory.truncate(fd, name: name)
             } catch {
-                throw ReseedError(.io, step: .download, path: path, errno: error, message: "cannot truncate the partial download")
+                throw ReseedError(.io, step: .download, path: directory.path(name), errno: (error as? FileSystemFailure)?.errno,
+                                  message: "cannot truncate the partial download")
             }
             state.withLock { $0.offset = 0 }
         case 206:
@@ -272,9 +270,10 @@ private final class DownloadSink: Sendable {
             throw refuse("the server sent more than the \(size) bytes the signed channel manifest says; stopped")
         }
         do {
-            try data.withUnsafeBytes { buffer in try Syscalls.pwriteAll(fd, buffer, at: offset) }
+            try data.withUnsafeBytes { buffer in try directory.write(buffer, to: fd, at: offset, name: name) }
         } catch {
-            throw ReseedError(.io, step: .download, path: path, errno: error as? Errno, message: "cannot write the download")
+            throw ReseedError(.io, step: .download, path: directory.path(name), errno: (error as? FileSystemFailure)?.errno,
+                              message: "cannot write the download")
         }
         let done = state.withLock { state in
             state.offset += Int64(data.count)

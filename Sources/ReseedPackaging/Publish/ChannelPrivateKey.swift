@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Crypto
 import Foundation
 import Reseed
@@ -63,8 +56,8 @@ public struct ChannelPrivateKey: Sendable {
     }
 
     /// Makes a new key pair and writes it: the private key file with mode 0600 whatever the
-    /// umask, the public one with 0644 less the umask, each created exclusively (`O_EXCL`,
-    /// no link followed) and fsynced.
+    /// umask, the public one with 0644 less the umask, each written whole to a temporary file
+    /// beside it, fsynced, and renamed into place without replacing a file there.
     ///
     /// - Throws: ``ReseedError`` (step `writeKey`, errno `EEXIST`) when either file exists:
     ///   a key is never overwritten. Nothing is left behind on failure.
@@ -74,9 +67,9 @@ public struct ChannelPrivateKey: Sendable {
         }
         let key = ChannelPrivateKey()
         let secret = Array((key.raw.base64EncodedString() + "\n").utf8)
-        try ChannelKeyFile.create(privateKeyFile, contents: secret, mode: 0o600, exactly: true)
+        try ChannelKeyFile.create(privateKeyFile, contents: secret, permissions: .ownerReadWrite, exactly: true)
         do {
-            try ChannelKeyFile.create(publicKeyFile, contents: Array((key.publicKey.base64 + "\n").utf8), mode: 0o644, exactly: false)
+            try ChannelKeyFile.create(publicKeyFile, contents: Array((key.publicKey.base64 + "\n").utf8), permissions: .defaultFile, exactly: false)
         } catch {
             if let directory = try? FileSystem().openDirectory(privateKeyFile.deletingLastPathComponent(), create: false) {
                 _ = try? directory.remove(privateKeyFile.lastPathComponent)
@@ -96,21 +89,21 @@ extension ChannelKeyFile {
         let file: OwnedDescriptor
         do {
             // O_NONBLOCK: a FIFO must not block the open; it is refused below.
-            file = OwnedDescriptor(adopting: try Syscalls.openat(AT_FDCWD, path, O_RDONLY | O_NONBLOCK))
+            file = OwnedDescriptor(adopting: try Syscalls.openat(Syscalls.currentDirectory, path, .readOnly, .nonBlocking))
         } catch {
             throw ReseedError(.io, step: .readKey, path: path, errno: error, message: error == .noSuchFileOrDirectory ? "file not found" : "cannot open")
         }
         let fd = file.raw
-        let info: stat
+        let info: FileStatus
         do {
             info = try Syscalls.fstat(fd)
         } catch {
             throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot stat")
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
+        guard info.kind == .regular else {
             throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "the private key is not a regular file")
         }
-        let permissions = info.st_mode & 0o777
+        let permissions = info.permissions.rawValue & 0o777
         guard permissions & 0o077 == 0 else {
             throw ReseedError(.invalidArgument, step: .readKey, path: path, message:
                 "the private key file's mode is \(String(permissions, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs; make it private with: chmod 600 '\(path)'")
@@ -127,30 +120,18 @@ extension ChannelKeyFile {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Creates `url` exclusively with `mode` (less the umask unless `exactly`), writes `contents`, fsyncs it and its folder.
-    static func create(_ url: URL, contents: [UInt8], mode: mode_t, exactly: Bool) throws(ReseedError) {
-        let name = url.lastPathComponent
+    /// Writes `url` durably with `permissions` (less the umask unless `exactly`), never replacing a file
+    /// under its name: temp file, fsync, rename without replacing (`EEXIST` if taken), folder fsync.
+    static func create(_ url: URL, contents: [UInt8], permissions: FilePermissions, exactly: Bool) throws(ReseedError) {
         try during(.writeKey, path: url.path) {
             let directory = try FileSystem().openDirectory(url.deletingLastPathComponent(), create: true)
-            let file = try directory.createExclusive(name, mode: mode)
-            do {
+            try directory.writeDurably(url.lastPathComponent, permissions: permissions, placement: .noReplace) { file, temporary in
                 if exactly {
                     // A umask such as 0277 would leave a key its owner cannot read; set the mode before any byte is written.
-                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try Syscalls.fchmod(file.raw, mode) }
+                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try Syscalls.fchmod(file, permissions) }
                 }
-                try directory.write(contents, to: file.raw, name: name)
-                try directory.sync(file.raw, name: name)
-            } catch {
-                _ = try? directory.remove(name)
-                throw error
+                try directory.write(contents, to: file, name: temporary)
             }
-            do throws(Errno) {
-                try file.close()
-            } catch {
-                _ = try? directory.remove(name)
-                throw FileSystemFailure(operation: "close", path: url.path, errno: error)
-            }
-            try directory.sync()
         }
     }
 }

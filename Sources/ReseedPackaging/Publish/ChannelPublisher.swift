@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Reseed
 import SystemPackage
@@ -111,29 +104,20 @@ public struct ChannelPublisher: Sendable {
             throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .publish, path: sourcePath, errno: error.errno,
                               message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
         }
-        let temporary = Directory.temporaryName(for: file)
-        do {
-            let destination = try directory.createExclusive(temporary)
-            let (sourceFD, destinationFD) = (source.raw, destination.raw)
-            let copied = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                try FileCopier(hashing: true, limit: seed.manifest.size + 1).copy(from: sourceFD, to: destinationFD)
-            }
-            try directory.sync(destination.raw, name: temporary)
-            do throws(Errno) {
-                try destination.close()
-            } catch {
-                throw FileSystemFailure(operation: "close", path: directory.path(temporary), errno: error)
-            }
-            guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {
-                throw ReseedError(.verificationFailed, step: .publish, path: sourcePath, message:
-                    "the seed is \(copied.bytes) bytes with SHA-256 \(copied.sha256 ?? "?"); its manifest says \(seed.manifest.size) bytes, \(seed.manifest.sha256)")
-            }
-            try directory.rename(temporary, to: file)
-            try directory.sync()
-            return true
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw ReseedError.wrapping(error, step: .publish, path: target)
+        let sourceFD = source.raw
+        _ = try during(.publish, path: target) {
+            try directory.writeDurably(file, write: { destinationFD, temporary in
+                try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
+                    try FileCopier(hashing: true, limit: seed.manifest.size + 1).copy(from: sourceFD, to: destinationFD)
+                }
+            }, check: { copied, _ in
+                guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {
+                    throw ReseedError(.verificationFailed, step: .publish, path: sourcePath, message:
+                        "the seed is \(copied.bytes) bytes with SHA-256 \(copied.sha256 ?? "?"); its manifest says \(seed.manifest.size) bytes, \(seed.manifest.sha256)")
+                }
+            })
         }
+        withExtendedLifetime(source) {}
+        return true
     }
 }
