@@ -48,13 +48,7 @@ extension Installation {
     /// ``verification`` says how thoroughly; `progress` is called with (bytes copied, total bytes).
     func copyAndVerify(into temporary: String, progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(ReseedError) {
         let seedPath = seed.fileURL.path
-        let source: OwnedDescriptor
-        do {
-            source = try FileSystem.openRegularFile(seedPath)
-        } catch {
-            throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .copy, path: seedPath, errno: error.errno,
-                              message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
-        }
+        let source = try seed.openFile(at: .copy)
         let total = manifest.size
         // At most one byte more than the manifest says: a longer source (a file that grows, a huge
         // sparse file) is refused after size + 1 bytes, never copied until the disk fills.

@@ -63,3 +63,19 @@ public struct Seed: Sendable, Hashable {
         self.manifest = manifest
     }
 }
+
+extension Seed {
+    /// Opens the seed file for reading, refusing anything that is not a regular file (a FIFO, a device).
+    ///
+    /// - Throws: ``ReseedError`` at `step`: ``ReseedError/Code/seedNotFound`` when the file is
+    ///   missing, ``ReseedError/Code/io`` otherwise, naming the file.
+    package func openFile(at step: ReseedError.Step) throws(ReseedError) -> OwnedDescriptor {
+        let path = fileURL.path
+        do {
+            return try FileSystem.openRegularFile(path)
+        } catch {
+            throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: step, path: path, errno: error.errno,
+                              message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
+        }
+    }
+}

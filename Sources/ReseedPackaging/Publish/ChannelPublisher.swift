@@ -96,14 +96,7 @@ public struct ChannelPublisher: Sendable {
             }
             return false
         }
-        let sourcePath = seed.fileURL.path
-        let source: OwnedDescriptor
-        do {
-            source = try FileSystem.openRegularFile(sourcePath)
-        } catch {
-            throw ReseedError(error.errno == .noSuchFileOrDirectory ? .seedNotFound : .io, step: .publish, path: sourcePath, errno: error.errno,
-                              message: error.reason.map { "cannot use the seed: \($0)" } ?? "cannot open the seed")
-        }
+        let source = try seed.openFile(at: .publish)
         let sourceFD = source.raw
         _ = try during(.publish, path: target) {
             try directory.writeDurably(file, write: { destinationFD, temporary in
@@ -112,7 +105,7 @@ public struct ChannelPublisher: Sendable {
                 }
             }, check: { copied, _ in
                 guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {
-                    throw ReseedError(.verificationFailed, step: .publish, path: sourcePath, message:
+                    throw ReseedError(.verificationFailed, step: .publish, path: seed.fileURL.path, message:
                         "the seed is \(copied.bytes) bytes with SHA-256 \(copied.sha256 ?? "?"); its manifest says \(seed.manifest.size) bytes, \(seed.manifest.sha256)")
                 }
             })
