@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import SystemPackage
 
 /// `reseed.json` at the repository root: the defaults of `reseed package` and `reseed launch`.
 ///
@@ -50,22 +51,28 @@ struct ProjectConfiguration {
     }
 
     /// The file's bytes; nil when there is no file (a dangling link counts as none).
+    ///
+    /// Opened first and then checked (`fstat` on the open file, never a name looked up twice):
+    /// a folder, a FIFO or a device is refused without a read that could block or never end,
+    /// and no more than ``maximumSize`` + 1 bytes are read.
     private static func contents(of url: URL) throws(ConfigurationError) -> Data? {
-        // The target of a link, so a linked reseed.json is read, and its type is the target's.
-        let target = url.resolvingSymlinksInPath().path
-        guard FileManager.default.fileExists(atPath: target) else { return nil }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: target)
-        // Never a folder, and never a FIFO or a device, whose read could block or never end.
-        guard attributes?[.type] as? FileAttributeType == .typeRegular else {
-            throw ConfigurationError(path: url.path, message: "not a regular file")
+        let file: OwnedDescriptor
+        do {
+            file = try FileSystem.openRegularFile(url.path)
+        } catch {
+            if error.errno == .noSuchFileOrDirectory { return nil }
+            throw ConfigurationError(path: url.path, message: error.reason ?? "cannot be opened: \(error.errno.map { "\($0)" } ?? "unknown error")")
         }
-        let tooLarge = ConfigurationError(path: url.path, message: "over \(maximumSize) bytes: not a configuration file")
-        if let size = attributes?[.size] as? Int64, size > maximumSize { throw tooLarge }
-        guard let data = FileManager.default.contents(atPath: target) else {
-            throw ConfigurationError(path: url.path, message: "cannot be read")
+        let bytes: [UInt8]
+        do {
+            bytes = try Syscalls.pread(file.raw, count: maximumSize + 1, at: 0)
+        } catch {
+            throw ConfigurationError(path: url.path, message: "cannot be read: \(error)")
         }
-        guard data.count <= maximumSize else { throw tooLarge }
-        return data
+        guard bytes.count <= maximumSize else {
+            throw ConfigurationError(path: url.path, message: "over \(maximumSize) bytes: not a configuration file")
+        }
+        return Data(bytes)
     }
 
     /// The keys of the file as written; paths still relative to its folder.

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import ReseedTesting
 import ReseedTestSupport
@@ -29,7 +32,14 @@ import Testing
         try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
         let folder = try ReseedBinary.run(["status", "--data-dir", "data", "--name", "x"], in: sandbox.url)
         #expect(folder.status == 1)
-        #expect(folder.stderr == "reseed: \(file.path): not a regular file\n")
+        #expect(folder.stderr == "reseed: \(file.path): not a regular file (a directory)\n")
+
+        // A FIFO no one writes to: refused on what it is, never read (a read would wait forever).
+        try FileManager.default.removeItem(at: file)
+        try #require(mkfifo(file.path, 0o644) == 0)
+        let fifo = try ReseedBinary.run(["status", "--data-dir", "data", "--name", "x"], in: sandbox.url)
+        #expect(fifo.status == 1)
+        #expect(fifo.stderr == "reseed: \(file.path): not a regular file (a FIFO)\n")
 
         try FileManager.default.removeItem(at: file)
         try Data(("{\"name\": \"" + String(repeating: "x", count: 70_000) + "\"}").utf8).write(to: file)
