@@ -91,7 +91,11 @@ final class FaultPlan: FileSystemObserver {
         /// old version recorded, or the new one (either version recorded). Returns which.
         func invariant() throws -> String {
             let recorded = try sandbox.recordedVersion()
-            let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+            // A reader as an app's would be: it waits out a lock held for a moment, as by a
+            // connection that is closing (a checkpoint), instead of failing at once.
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let queue = try DatabaseQueue(path: sandbox.storeURL.path, configuration: configuration)
             defer { try? queue.close() }
             let (check, version, labels) = try queue.read { db in
                 (try String.fetchOne(db, sql: "PRAGMA quick_check"), try SeedMetadata.read(db)?.version,

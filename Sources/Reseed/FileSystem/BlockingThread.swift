@@ -64,10 +64,30 @@ package func startDetachedThread(_ name: String, _ body: @escaping @Sendable () 
 ///
 /// - Throws: what `body` throws.
 package func offload<T: Sendable, E: Error>(_ name: String = "reseed-blocking", _ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    let job = OneShotJob(body)
     let result: Result<T, E> = await withCheckedContinuation { continuation in
-        startDetachedThread(name) { continuation.resume(returning: Result { () throws(E) in try body() }) }
+        startDetachedThread(name) { continuation.resume(returning: job.run()) }
     }
     return try result.get()
+}
+
+/// Holds `offload`'s body until it runs, and lets go of it, and of everything it captured,
+/// before the caller resumes. Without it the job's thread still held the body for a moment
+/// after the caller went on: an object only the body kept alive (a `LiveStore` whose
+/// replace failed, and its open database connections) was then released late, on that
+/// thread, while the caller was already opening the same file again.
+private final class OneShotJob<T: Sendable, E: Error>: Sendable {
+    private let body: Mutex<(@Sendable () throws(E) -> T)?>
+
+    init(_ body: @escaping @Sendable () throws(E) -> T) {
+        self.body = Mutex(body)
+    }
+
+    /// Runs the body once; what it captured is released when this returns.
+    func run() -> Result<T, E> {
+        guard let body = self.body.withLock({ $0.take() }) else { preconditionFailure("offload ran its job twice") }
+        return Result { () throws(E) in try body() }
+    }
 }
 
 /// What a new thread runs, handed to it through `pthread_create`'s context pointer.
