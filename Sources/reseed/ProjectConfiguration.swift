@@ -1,6 +1,5 @@
 import Foundation
 import Reseed
-import SystemPackage
 
 /// `reseed.json` at the repository root: the defaults of `reseed package` and `reseed launch`.
 ///
@@ -52,27 +51,17 @@ struct ProjectConfiguration {
 
     /// The file's bytes; nil when there is no file (a dangling link counts as none).
     ///
-    /// Opened first and then checked (`fstat` on the open file, never a name looked up twice):
-    /// a folder, a FIFO or a device is refused without a read that could block or never end,
-    /// and no more than ``maximumSize`` + 1 bytes are read.
+    /// Read as the library reads its manifest and preferences (`readSmallFileIfPresent`): a folder,
+    /// a FIFO or a device is refused without a read that could block or never end, and no more
+    /// than ``maximumSize`` + 1 bytes are read.
     private static func contents(of url: URL) throws(ConfigurationError) -> Data? {
-        let file: OwnedDescriptor
         do {
-            file = try FileSystem.openRegularFile(url.path)
+            let tooLarge = ReseedError(.invalidArgument, step: .readManifest, path: url.path, message: "over \(maximumSize) bytes: not a configuration file")
+            return try readSmallFileIfPresent(url, limit: maximumSize, step: .readManifest) { _ in tooLarge }.map { Data($0) }
         } catch {
-            if error.errno == .noSuchFileOrDirectory { return nil }
-            throw ConfigurationError(path: url.path, message: error.reason ?? "cannot be opened: \(error.errno.map { "\($0)" } ?? "unknown error")")
+            let errno = error.errno.map { " (\($0))" } ?? ""
+            throw ConfigurationError(path: url.path, message: error.message + errno)
         }
-        let bytes: [UInt8]
-        do {
-            bytes = try Syscalls.pread(file.raw, count: maximumSize + 1, at: 0)
-        } catch {
-            throw ConfigurationError(path: url.path, message: "cannot be read: \(error)")
-        }
-        guard bytes.count <= maximumSize else {
-            throw ConfigurationError(path: url.path, message: "over \(maximumSize) bytes: not a configuration file")
-        }
-        return Data(bytes)
     }
 
     /// The keys of the file as written; paths still relative to its folder.

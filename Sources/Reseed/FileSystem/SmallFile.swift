@@ -3,7 +3,7 @@ import SystemPackage
 
 /// Reads a small file whole (a manifest, the preferences), refusing one larger than `limit`
 /// without reading it; nil when the file does not exist.
-func readSmallFileIfPresent(
+package func readSmallFileIfPresent(
     _ url: URL, limit: Int, step: ReseedError.Step, tooLarge: (Int64) -> ReseedError
 ) throws(ReseedError) -> [UInt8]? {
     let path = url.path
