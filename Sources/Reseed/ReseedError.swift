@@ -48,6 +48,10 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// A correctly signed channel manifest that this app must not install: it is larger than
         /// the limit, for another store, needs a newer Reseed, or is not newer than the installed seed.
         public static let channelRefused = Code(rawValue: "channelRefused")
+        /// The user store cannot be used with this seed: a user table has the name of a seed
+        /// table (it would hide the seed's rows), or a ``SeedReference`` names a table or column
+        /// that does not exist.
+        public static let userStoreConflict = Code(rawValue: "userStoreConflict")
     }
 
     /// The step of the work that failed, in the order the launcher takes them.
@@ -58,6 +62,9 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         case fetchManifest, checkSignature, checkManifest, download
         /// Channel keys and publishing (`reseed keygen`, `reseed publish`).
         case readKey, writeKey, publish
+        /// A user store (see ``Launcher/UserStore``): copying the user's tables out of a single-file
+        /// store, opening it with the seed attached, running the app's migrator, checking it against the seed.
+        case importUserTables, openUserStore, migrateUserStore, checkUserStore
     }
 
     public var code: Code

@@ -35,6 +35,10 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
         case preferencesCorrupt
         /// A store exists but nothing is recorded for it (no preferences file, or no entry).
         case preferencesMissing
+        /// A user store is configured and the single-file store still held the user's tables
+        /// (they are in the user store now, copied by this launch or an interrupted earlier one):
+        /// the seed replaced it.
+        case userDataMoved
     }
 
     public var action: Action
@@ -65,6 +69,19 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public var removedLeftovers: [String]
     /// The verification the installed copy passed, when the seed was installed.
     public var verification: Verification?
+    /// The user store's file, when one is configured (see ``Launcher/UserStore``); the seed
+    /// (``storeURL``) is then attached to it read-only.
+    public var userStoreURL: URL?
+    /// The user tables this launch copied out of the single-file store, with the rows copied.
+    public var importedTables: [String: Int] = [:]
+    /// Declared ``Launcher/UserStore/userTables`` the single-file store did not have when the user store was created.
+    public var missingUserTables: [String] = []
+    /// Where a user store that was not a database was kept (renamed, never deleted); a new one was created.
+    public var userStoreKeptAside: URL?
+    /// The app's migrations this launch applied to the user store.
+    public var appliedMigrations: [String] = []
+    /// After an install, per ``SeedReference`` (its description), the user rows pointing at a key the seed no longer has.
+    public var orphans: [String: Int] = [:]
 
     public init(
         action: Action, reason: Reason?, name: String, version: String, previousVersion: String?,

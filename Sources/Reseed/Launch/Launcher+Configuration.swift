@@ -31,6 +31,10 @@ extension Launcher {
         public var legacyStores: [LegacyStore] = []
         /// Called while a seed is copied with (bytes copied, total bytes). Default nil.
         public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+        /// The app's own data in a store of its own that no seed update touches (see ``UserStore``).
+        /// Default nil: the single-file store of earlier releases, which the app may write to and
+        /// every install replaces.
+        public var userStore: UserStore?
 
         public init() {}
     }
