@@ -36,13 +36,8 @@ enum UserStoreSchema {
         let seed = Launcher.seedSchema
         let problem: String? = try during(.checkUserStore, path: path) {
             try pool.read { db -> String? in
-                let shadowed = try String.fetchAll(db, sql: """
-                    SELECT name FROM main.sqlite_master
-                    WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
-                      AND name IN (SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view'))
-                    ORDER BY name
-                    """)
-                if let name = shadowed.first {
+                let seedNames = Set(try String.fetchAll(db, sql: "SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view')"))
+                if let name = try ownNames(db).first(where: seedNames.contains) {
                     return "the user store's table '\(name)' has the name of the seed's table '\(seed).\(name)', whose rows it would hide; rename it in a migration"
                 }
                 if foreignKeys, let crossing = try Row.fetchOne(db, sql: """
@@ -66,6 +61,27 @@ enum UserStoreSchema {
             }
         }
         if let problem { throw ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem) }
+    }
+
+    /// The user store's own tables and views (not SQLite's).
+    static func ownNames(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+    }
+
+    /// Refuses a seed at `seedPath` that has a table or view named as one of `userTables`.
+    static func refuseShadowing(userTables: [String], seedPath: String, userPath: String) throws(ReseedError) {
+        let seedNames = try during(.checkUserStore, path: seedPath) { () throws -> Set<String> in
+            var configuration = GRDB.Configuration()
+            configuration.readonly = true
+            configuration.label = "reseed.shadow-check"
+            let queue = try DatabaseQueue(path: seedPath, configuration: configuration)
+            defer { try? queue.close() }
+            return Set(try queue.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')") })
+        }
+        if let name = userTables.first(where: seedNames.contains) {
+            throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userPath,
+                              message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")
+        }
     }
 
     /// "table 'x'" or "column 'x.y'" when `schema` lacks it.
