@@ -81,7 +81,7 @@ import Testing
     /// The reals that are hard to carry: signed zero, subnormals, the extremes, 17-digit values,
     /// infinities, and ones SQLite 3.40 reads one bit off from their shortest decimal form.
     static let nastyReals: [Double] = [
-        -0.0, 0.0, 5e-324, -5e-324, 2.2250738585072009e-308, 2.2250738585072014e-308, 1e308, -1.7976931348623157e308,
+        -0.0, 0.0, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, Double.leastNormalMagnitude.nextDown, .leastNormalMagnitude, 1e308, -1.7976931348623157e308,
         0.1, 1.0 / 3.0, 123456789.12345678, 9007199254740993.0, 0x1p63, -0x1p63, 1e-5, 100.0,
         -2.2606631148481385e-299, 1.829402849984213e-298, .infinity, -.infinity,
     ]

@@ -52,12 +52,16 @@ struct TableExport {
         guard rows > 0 else { return nil }
         let description = Self.description(for: tables.map(\.name))
         if tables.count == 1, let table = tables.first, !table.referencesItself {
-            let reason = Self.isStepName(table.name) ? try csvProblem(table) : "its name is not letters, digits and _ (a CSV step's name is its table's)"
-            if reason == nil {
+            var reason = "its name is not letters, digits and _ (a CSV step's name is its table's)"
+            if Self.isStepName(table.name) {
+                // Written as CSV until a value CSV cannot carry; then the file goes and SQL is written.
                 let file = try StepFile("\(number)_\(table.name).csv", in: directory)
-                try writeCSV(table, to: file)
-                try file.flush()
-                return Written(fileName: file.name, rows: rows, sqlBecause: nil)
+                guard let problem = try writeCSV(table, to: file) else {
+                    try file.flush()
+                    return Written(fileName: file.name, rows: rows, sqlBecause: nil)
+                }
+                try directory.remove(file.name)
+                reason = problem
             }
             let file = try StepFile("\(number)_\(description).sql", in: directory)
             try writeSQL(table, to: file)
@@ -102,33 +106,6 @@ struct TableExport {
         try ReseedPackaging.forEachRow(db, query, body)
     }
 
-    /// Why CSV cannot carry the table exactly; nil when it can.
-    private func csvProblem(_ table: SourceSchema.Table) throws -> String? {
-        let rowid = rowidName(table)
-        var problem: String?
-        var expected: Int64 = 1
-        try forEachRow(select(table, rowid: rowid)) { handle in
-            // A CSV step's rows get rowids 1, 2, 3…: the table's must be those.
-            if rowid != nil {
-                if sqlite3_column_int64(handle, 0) != expected {
-                    problem = "its rowids are not 1, 2, 3… and it has no INTEGER PRIMARY KEY to carry them"
-                    return false
-                }
-                expected += 1
-            }
-            let first = rowid == nil ? 0 : 1
-            for (index, column) in table.columns.enumerated() {
-                let value = StoredValue(handle, column: Int32(first + index))
-                if values.csvField(value, affinity: column.affinity) == nil {
-                    problem = "column '\(excerpt(column.name))' holds \(Self.describe(value)), which CSV cannot carry exactly there"
-                    return false
-                }
-            }
-            return true
-        }
-        return problem
-    }
-
     private static func describe(_ value: StoredValue) -> String {
         switch value {
         case .null: "NULL"
@@ -139,18 +116,31 @@ struct TableExport {
         }
     }
 
-    private func writeCSV(_ table: SourceSchema.Table, to file: StepFile) throws {
+    /// Writes the table as CSV; stops at the first value CSV cannot carry exactly and says why
+    /// (the file is then incomplete); nil when every row was written.
+    private func writeCSV(_ table: SourceSchema.Table, to file: StepFile) throws -> String? {
         try file.append(table.columns.map { Self.csvHeaderField($0.name) }.joined(separator: ",") + "\n")
         let rowid = rowidName(table)
         let first = rowid == nil ? 0 : 1
         var line: [UInt8] = []
+        var problem: String?
+        var expected: Int64 = 1
         try forEachRow(select(table, rowid: rowid)) { handle in
+            // A CSV step's rows get rowids 1, 2, 3…: the table's must be those.
+            if rowid != nil {
+                guard sqlite3_column_int64(handle, 0) == expected else {
+                    problem = "its rowids are not 1, 2, 3… and it has no INTEGER PRIMARY KEY to carry them"
+                    return false
+                }
+                expected += 1
+            }
             line.removeAll(keepingCapacity: true)
             for (index, column) in table.columns.enumerated() {
                 if index > 0 { line.append(UInt8(ascii: ",")) }
-                // csvProblem found a field for every value; a table changed since is an error.
-                guard let field = values.csvField(StoredValue(handle, column: Int32(first + index)), affinity: column.affinity) else {
-                    throw PackagingError(.notImportable, message: "table '\(excerpt(table.name))' changed while it was read")
+                let value = StoredValue(handle, column: Int32(first + index))
+                guard let field = values.csvField(value, affinity: column.affinity) else {
+                    problem = "column '\(excerpt(column.name))' holds \(Self.describe(value)), which CSV cannot carry exactly there"
+                    return false
                 }
                 line.append(contentsOf: field)
             }
@@ -158,6 +148,7 @@ struct TableExport {
             try file.append(line)
             return true
         }
+        return problem
     }
 
     private static func csvHeaderField(_ name: String) -> String {
