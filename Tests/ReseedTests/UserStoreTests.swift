@@ -115,4 +115,30 @@ struct UserStoreTests {
         #expect(try again.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") } == 50)
         try again.close()
     }
+
+    /// SQLite does not replay it on its own either: this guards the behaviour, not a fix (see the lead's note).
+    @Test func aWALLeftWithoutItsUserStoreIsNotReplayedIntoTheNewOne() throws {
+        let sandbox = try LaunchSandbox()
+        let userStore = try Self.userStore()
+        let launcher = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }
+        let (database, _) = try launcher.launch()
+        try database.write { db in
+            for i in 1...20 { try db.execute(sql: "INSERT INTO note (item_id, text) VALUES (1, ?)", arguments: ["old \(i)"]) }
+        }
+        // The user store is lost but its WAL, holding those rows, stays behind.
+        let wal = try Data(contentsOf: URL(fileURLWithPath: userStoreURL(sandbox).path + "-wal"))
+        #expect(wal.count > 32)
+        try database.close()
+        try FileManager.default.removeItem(at: userStoreURL(sandbox))
+        try wal.write(to: URL(fileURLWithPath: userStoreURL(sandbox).path + "-wal"))
+
+        let (again, outcome) = try launcher.launch()
+        #expect(outcome.appliedMigrations == ["notes"])
+        let (notes, integrity) = try again.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM note"), try String.fetchOne(db, sql: "PRAGMA main.integrity_check"))
+        }
+        #expect(notes == 0)
+        #expect(integrity == "ok")
+        try again.close()
+    }
 }
