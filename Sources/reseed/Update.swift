@@ -22,6 +22,8 @@ extension ReseedCommand {
 
         @OptionGroup var store: StoreOptions
 
+        @OptionGroup var user: UserStoreOptions
+
         @Option(help: ArgumentHelp("Seconds a server may stay silent before the update fails.", valueName: "seconds"))
         var timeout: Double = 30
 
@@ -57,8 +59,11 @@ extension ReseedCommand {
                 var launcherConfiguration = Launcher.Configuration()
                 launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
                 launcherConfiguration.logger = logging.logger("reseed")
-                let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),
+                launcherConfiguration.userStore = try user.userStore(project)
+                let dataDirectory = try store.dataDirectoryURL(project)
+                let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: dataDirectory,
                                         configuration: launcherConfiguration)
+                let userStoreURL = launcherConfiguration.userStore.map { dataDirectory.appendingPathComponent($0.fileName) }
                 var configuration = ChannelUpdater.Configuration()
                 configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
                 configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
@@ -75,7 +80,7 @@ extension ReseedCommand {
                                              launcher: launcher, configuration: configuration)
                 let outcome = try await updater.update()
                 if json {
-                    try Terminal.out(json: Report(outcome, channel: channelURL))
+                    try Terminal.out(json: Report(outcome, channel: channelURL, userStore: userStoreURL))
                 } else {
                     try Terminal.out(Self.sentence(outcome, channel: channelURL))
                 }
@@ -109,8 +114,16 @@ extension ReseedCommand.Update {
         var downloadedBytes: Int64
         @NullWhenNil var resumedFrom: Int64?
         var store: String
+        /// The user store's file when one is configured. An update replaces the seed only: it
+        /// imports no table, applies no migration and counts no orphans (the next launch does),
+        /// so the last four keys are empty, kept for the same shape as `reseed launch --json`.
+        @NullWhenNil var userStore: String?
+        var importedTables: [String: Int] = [:]
+        var appliedMigrations: [String] = []
+        @NullWhenNil var userStoreKeptAside: String? = nil
+        var orphans: [String: Int] = [:]
 
-        init(_ update: ChannelUpdater.Outcome, channel: URL) {
+        init(_ update: ChannelUpdater.Outcome, channel: URL, userStore: URL?) {
             outcome = update.action
             name = update.name
             version = update.version
@@ -120,6 +133,7 @@ extension ReseedCommand.Update {
             downloadedBytes = update.downloadedBytes
             resumedFrom = update.resumedFrom
             store = update.storeURL.path
+            self.userStore = userStore?.path
         }
     }
 }
