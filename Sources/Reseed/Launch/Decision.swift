@@ -2,7 +2,7 @@
 /// preferences record and what the store file is, with no I/O.
 ///
 /// The launcher (``Launcher/prepare()``), the install of a downloaded seed and `reseed status`
-/// all decide with ``decide(name:version:source:recorded:store:embedded:preferencesMovedAside:forcing:)``;
+/// all decide with ``decide(name:version:source:recorded:store:embedded:preferencesMovedAside:forcing:storeHoldsUserTables:)``;
 /// the code that acts on the decision does the I/O.
 ///
 /// ```swift
@@ -31,10 +31,13 @@ package enum Decision: Sendable, Hashable {
         package var version: String
         /// ``SeedSource/bundle`` for an entry that does not say.
         package var source: SeedSource
+        /// The user store the seed was installed or kept for: set, the store holds no user tables.
+        package var userStore: String?
 
-        package init(version: String, source: SeedSource) {
+        package init(version: String, source: SeedSource, userStore: String? = nil) {
             self.version = version
             self.source = source
+            self.userStore = userStore
         }
     }
 
@@ -56,13 +59,19 @@ package enum Decision: Sendable, Hashable {
     ///     ``looksAtEmbeddedMetadata(source:recorded:store:forcing:)`` says so.
     ///   - preferencesMovedAside: the preferences were corrupt and were moved aside.
     ///   - forced: install for this reason whatever the rest says (the store failed to open).
+    ///   - storeHoldsUserTables: a user store is configured and the store file still holds the
+    ///     user's tables (now copied to the user store): the seed must replace it.
     package static func decide(
         name: String, version: String, source: SeedSource, recorded: Recorded?, store: StoreState,
-        embedded: SeedMetadata? = nil, preferencesMovedAside: Bool = false, forcing forced: LaunchOutcome.Reason? = nil
+        embedded: SeedMetadata? = nil, preferencesMovedAside: Bool = false, forcing forced: LaunchOutcome.Reason? = nil,
+        storeHoldsUserTables: Bool = false
     ) -> Decision {
         // The store's embedded metadata counts only where callers are told to read it.
         let embedded = looksAtEmbeddedMetadata(source: source, recorded: recorded, store: store, forcing: forced) ? embedded : nil
         if let forced { return .install(reason: forced, previousVersion: recorded?.version) }
+        if storeHoldsUserTables, store == .sqlite {
+            return .install(reason: .userDataMoved, previousVersion: recorded?.version ?? embedded?.version)
+        }
         if let recorded {
             if recorded.version == version, store == .sqlite { return .upToDate }
             // A missing or non-SQLite store is no reason to keep anything; a store that fails to
@@ -92,7 +101,7 @@ package enum Decision: Sendable, Hashable {
         }
     }
 
-    /// Whether ``decide(name:version:source:recorded:store:embedded:preferencesMovedAside:forcing:)``
+    /// Whether ``decide(name:version:source:recorded:store:embedded:preferencesMovedAside:forcing:storeHoldsUserTables:)``
     /// looks at the store's embedded metadata: only then is the store opened as a database before
     /// deciding (the up-to-date path reads no database pages).
     package static func looksAtEmbeddedMetadata(

@@ -29,16 +29,20 @@ struct Installation {
         let adoption = try adoptLegacyStore()
         let (recorded, movedAside) = try readPreferences()
         let state = try storeState()
+        // With a user store: an unusable one kept aside, the user's tables copied out of the store.
+        let user = try prepareUserStore(recorded: recorded, storeState: state)
         let embedded = Decision.looksAtEmbeddedMetadata(source: source, recorded: recorded, store: state, forcing: forcedReason)
             ? try? SeedMetadata.read(path: storePath) : nil
         // Step 2, decide.
         let decision = Decision.decide(
             name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason)
+            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason,
+            storeHoldsUserTables: user.storeHoldsUserTables)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
-        if !decision.writesNothing, let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        if needsRecording(decision, recorded: recorded), let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        user.report(in: &outcome)
         outcome.adoptedFrom = adoption.adoptedFrom
         outcome.legacyStoresLeftInPlace = adoption.leftInPlace
         return outcome
@@ -64,7 +68,7 @@ struct Installation {
     /// The version and source recorded for this store, when the preferences are valid and have them.
     func recorded(_ contents: PreferencesFile.Contents, _ entries: [String: PreferencesFile.Entry]) -> Decision.Recorded? {
         guard case .valid = contents, let entry = entries[manifest.name], let version = entry.version else { return nil }
-        return Decision.Recorded(version: version, source: entry.source ?? .bundle)
+        return Decision.Recorded(version: version, source: entry.source ?? .bundle, userStore: entry.userStore)
     }
 
     /// Acts on `decision`: installs the seed (steps 3 and 4) when it says so, and says what the launch did.
@@ -117,8 +121,23 @@ struct Installation {
     }
 
     /// Step 5: records the seed's version and source; returns where corrupt preferences were moved, if they were.
+    ///
+    /// With a user store, the entry also says the store file holds no user tables (`"userStore"`);
+    /// without one, a `"userStore"` an earlier launch recorded is cleared.
     func recordVersion() throws(ReseedError) -> URL? {
-        try preferences.record(version: manifest.version, source: source, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+        var values: [(key: String, json: String)] = [("version", JSONNode.quote(manifest.version)), ("source", JSONNode.quote(source.rawValue))]
+        if let userStore = configuration.userStore {
+            values.append(("userStore", JSONNode.quote(userStore.name)))
+        } else if let entry = try? preferences.readEntries().entries[manifest.name], entry.userStore != nil {
+            values.append(("userStore", "null"))
+        }
+        return try preferences.record(values, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+    }
+
+    /// Step 5 is due when the store changed, the preferences did not say what it holds, or they
+    /// do not say whether it holds user tables as the configuration needs.
+    func needsRecording(_ decision: Decision, recorded: Decision.Recorded?) -> Bool {
+        !decision.writesNothing || recorded?.userStore != configuration.userStore?.name
     }
 }
 

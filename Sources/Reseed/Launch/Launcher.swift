@@ -55,16 +55,23 @@ public struct Launcher: Sendable {
     ///   its recorded version are then left as they were, but for a failure to open
     ///   (step `open`) a store just installed: that verified store stays, and the next
     ///   launch opens it.
+    ///
+    /// With a ``Configuration/userStore``, the pool's `main` database is the user store, migrated
+    /// by the app's migrator, with the seed attached read-only as ``seedSchema``; the outcome
+    /// then says what happened to the user store too (``LaunchOutcome/userStoreURL``,
+    /// ``LaunchOutcome/importedTables``, ``LaunchOutcome/orphans``).
     public func launch() throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
-        try launch { url in
-            let pool = try DatabasePool(path: url.path, configuration: configuration.database)
-            OpenStores.register(pool, path: url.path)
-            return pool
-        }
+        var (pool, outcome) = try launch { url in try openPool(seed: url) }
+        try finishOpening(pool, outcome: &outcome)
+        return (pool, outcome)
     }
 
     /// Brings the store up to date and opens it with `open` (a `DatabaseQueue`,
     /// another SQLite library), given the store's URL.
+    ///
+    /// With a ``Configuration/userStore`` the user's tables are imported as by ``launch()``, but
+    /// `open` gets the seed's URL: attaching it to the user store (``LaunchOutcome/userStoreURL``)
+    /// and migrating that are then the app's.
     ///
     /// When the store fails to open as a database (`SQLITE_NOTADB`,
     /// `SQLITE_CORRUPT`) though it looked up to date, the seed is installed

@@ -74,6 +74,9 @@ public struct PreferencesFile: Sendable {
         var version: String?
         /// Where that seed came from, when the entry says (nil for entries written before Reseed recorded it).
         var source: SeedSource?
+        /// The user store the seed was installed or kept for (see ``Launcher/UserStore``): set, the
+        /// store file holds no user tables. Nil for a single-file store.
+        var userStore: String?
         /// The whole entry, for the keys other parts of Reseed keep there (a channel's validators).
         var node: JSONNode
     }
@@ -148,7 +151,8 @@ public struct PreferencesFile: Sendable {
                 let version = store.value["version"]?.string
                 versions[store.key] = version
                 entries[store.key] = Entry(
-                    version: version, source: store.value["source"]?.string.flatMap(SeedSource.init(rawValue:)), node: store.value)
+                    version: version, source: store.value["source"]?.string.flatMap(SeedSource.init(rawValue:)),
+                    userStore: store.value["userStore"]?.string, node: store.value)
             }
         }
         return (.valid(versions: versions), entries)

@@ -13,6 +13,9 @@ extension LiveStore {
         /// How long new operations were held back: waiting for running ones, closing, swapping, reopening.
         /// It does not grow with the seed's size: copying and verifying happen before.
         public var blockedFor: Duration
+        /// With a user store, per ``SeedReference`` (its description), the user rows pointing at a
+        /// key the new seed no longer has. Nothing is deleted.
+        public var orphans: [String: Int] = [:]
     }
 
     /// Replaces the open store with a seed that arrived at runtime (a download), without restarting.
@@ -64,6 +67,19 @@ extension LiveStore {
             try Self.copyBeside(seed, launcher: launcher, progress: progress)
         }
         defer { prepared.lock.release() }
+        if let userStoreURL = launcher.userStoreURL {
+            // Before anything is held back: a new seed table that a user table would hide is refused.
+            do throws(ReseedError) {
+                let names = try await userTableNames(userStoreURL)
+                let seedPath = prepared.directory.path(prepared.temporary)
+                try await offload { () throws(ReseedError) in
+                    try UserStoreSchema.refuseShadowing(userTables: names, seedPath: seedPath, userPath: userStoreURL.path)
+                }
+            } catch {
+                _ = try? prepared.directory.remove(prepared.temporary)
+                throw error
+            }
+        }
 
         await noticeObservers(of: seed.manifest.version)
 
@@ -84,9 +100,26 @@ extension LiveStore {
             return Result { () throws(ReseedError) in _ = try prepared.installation.recordVersion() }
         }
         try recorded.get()
+        var outcome = ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
+        if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL, !userStore.references.isEmpty {
+            let pool = state.withLock { $0.pool }
+            outcome.orphans = try await offload { () throws(ReseedError) in
+                try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
+            }
+            UserStoreSchema.log(outcome.orphans, logger: logger)
+        }
         emit(.replaced(version: seed.manifest.version, previousVersion: previous))
         logger.info("replaced the live store", metadata: ["version": "\(seed.manifest.version)", "blocked": "\(blockedFor)"])
-        return ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
+        return outcome
+    }
+
+    /// The user store's tables and views, read through the open pool.
+    private func userTableNames(_ userStoreURL: URL) async throws(ReseedError) -> [String] {
+        do {
+            return try await read { db in try UserStoreSchema.ownNames(db) }
+        } catch {
+            throw ReseedError.wrapping(error, step: .checkUserStore, path: userStoreURL.path)
+        }
     }
 
     /// A verified copy of the seed beside the store, under the store's lock.
@@ -111,7 +144,8 @@ extension LiveStore {
             let temporary = Directory.temporaryName(for: seed.manifest.storeFileName)
             try installation.copyAndVerify(into: temporary, progress: progress)
             do throws(ReseedError) {
-                try switchToWAL(temporary, in: locked.directory)
+                // With a user store the seed is only ever attached read-only: it keeps its rollback journal.
+                if launcher.configuration.userStore == nil { try switchToWAL(temporary, in: locked.directory) }
             } catch {
                 _ = try? locked.directory.remove(temporary)
                 throw error
@@ -145,9 +179,8 @@ extension LiveStore {
     /// - Returns: a second name of the old store file (a temp name, so a crash leaves it to the
     ///   next launch's clean-up), for the caller to remove once access has resumed.
     private func swapClosed(_ prepared: PreparedCopy) throws(ReseedError) -> String? {
-        let (pool, launcher) = state.withLock { ($0.pool, $0.launcher) }
-        let path = pool.path
-        try during(.checkStoreNotInUse, path: path) {
+        let (pool, launcher, storeURL) = state.withLock { ($0.pool, $0.launcher, $0.storeURL) }
+        try during(.checkStoreNotInUse, path: pool.path) {
             try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
             try pool.close()
         }
@@ -160,18 +193,18 @@ extension LiveStore {
         } catch {
             _ = try? prepared.directory.remove(prepared.temporary)
             if let retired { _ = try? prepared.directory.remove(retired) }
-            try reopen(path, launcher: launcher, version: nil)
+            try reopen(storeURL, launcher: launcher, version: nil)
             throw error
         }
-        try reopen(path, launcher: launcher, version: prepared.installation.manifest.version)
+        try reopen(storeURL, launcher: launcher, version: prepared.installation.manifest.version)
         return retired
     }
 
-    private func reopen(_ path: String, launcher: Launcher, version: String?) throws(ReseedError) {
-        let pool = try during(.open, path: path) {
-            try launcher.openWaiting(URL(fileURLWithPath: path, isDirectory: false)) { try DatabasePool(path: $0.path, configuration: launcher.configuration.database) }
+    /// Opens the pool again on `storeURL` (with a user store: the user store, the seed attached).
+    private func reopen(_ storeURL: URL, launcher: Launcher, version: String?) throws(ReseedError) {
+        let pool = try during(.open, path: storeURL.path) {
+            try launcher.openWaiting(storeURL) { try launcher.openPool(seed: $0) }
         }
-        OpenStores.register(pool, path: path)
         state.withLock { state in
             state.pool = pool
             if let version { state.version = version }

@@ -20,39 +20,42 @@ extension LiveStore {
     @discardableResult
     public func switchTo(_ other: Launcher) async throws(ReseedError) -> LaunchOutcome {
         try await changes.run { () async throws(ReseedError) -> LaunchOutcome in
-            let outcome = try await offload { () throws(ReseedError) in try other.prepare() }
-            let current = self.state.withLock { $0.pool.path }
-            if current == outcome.storeURL.path {
+            var outcome = try await offload { () throws(ReseedError) in try other.prepare() }
+            let current = self.state.withLock { $0.storeURL.path }
+            if current == outcome.storeURL.path, self.userStoreURL == other.userStoreURL {
                 self.state.withLock { $0.launcher = other }
                 return outcome
             }
             await self.gate.enterExclusive()
-            let switched = await offload { () -> Result<DatabasePool, ReseedError> in
-                Result { () throws(ReseedError) in try self.closeAndOpen(outcome.storeURL.path, with: other) }
+            let prepared = outcome
+            let switched = await offload { () -> Result<(DatabasePool, LaunchOutcome), ReseedError> in
+                Result { () throws(ReseedError) in try self.closeAndOpen(prepared, with: other) }
             }
-            if case .success(let pool) = switched {
+            if case .success(let (pool, opened)) = switched {
                 self.state.withLock { state in
-                    state = State(launcher: other, pool: pool, name: outcome.name, version: outcome.version)
+                    state = State(launcher: other, pool: pool, name: opened.name, version: opened.version, storeURL: opened.storeURL)
                 }
             }
             await self.gate.exitExclusive()
-            _ = try switched.get()
+            outcome = try switched.get().1
             self.emit(.switched(store: outcome.storeURL, version: outcome.version))
             return outcome
         }
     }
 
-    /// Opens the other store first, so a failure leaves the current one open; then closes the current one.
-    private func closeAndOpen(_ path: String, with launcher: Launcher) throws(ReseedError) -> DatabasePool {
-        let pool = try during(.open, path: path) {
-            try launcher.openWaiting(URL(fileURLWithPath: path, isDirectory: false)) { try DatabasePool(path: $0.path, configuration: launcher.configuration.database) }
+    /// Opens the other store first (with a user store: migrated and checked), so a failure leaves
+    /// the current one open; then closes the current one.
+    private func closeAndOpen(_ prepared: LaunchOutcome, with launcher: Launcher) throws(ReseedError) -> (DatabasePool, LaunchOutcome) {
+        var outcome = prepared
+        let pool = try during(.open, path: outcome.storeURL.path) {
+            try launcher.openWaiting(outcome.storeURL) { try launcher.openPool(seed: $0) }
         }
-        OpenStores.register(pool, path: path)
+        try launcher.finishOpening(pool, outcome: &outcome)
         let old = state.withLock { $0.pool }
         try during(.open, path: old.path) {
             try old.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
             try old.close()
         }
-        return pool
+        return (pool, outcome)
     }
 }

@@ -28,9 +28,12 @@ public final class LiveStore: Sendable {
 
     struct State {
         var launcher: Launcher
+        /// The store, or with a user store the user store with the seed attached.
         var pool: DatabasePool
         var name: String
         var version: String
+        /// The store file (the seed's, with a user store).
+        var storeURL: URL
     }
 
     let state: Mutex<State>
@@ -49,7 +52,7 @@ public final class LiveStore: Sendable {
             outcome.removedLeftovers += try launcher.removeLeftovers(ofStore: outcome.name)
             return (pool, outcome)
         }
-        self.state = Mutex(State(launcher: launcher, pool: pool, name: outcome.name, version: outcome.version))
+        self.state = Mutex(State(launcher: launcher, pool: pool, name: outcome.name, version: outcome.version, storeURL: outcome.storeURL))
         self.configuration = configuration
         self.outcome = outcome
     }
@@ -61,8 +64,10 @@ public final class LiveStore: Sendable {
     public var name: String { state.withLock { $0.name } }
     /// The seed version the open store holds.
     public var version: String { state.withLock { $0.version } }
-    /// The open store's file.
-    public var storeURL: URL { state.withLock { URL(fileURLWithPath: $0.pool.path, isDirectory: false) } }
+    /// The open store's file; with a user store, the seed's file attached to it.
+    public var storeURL: URL { state.withLock { $0.storeURL } }
+    /// The user store's file, when the launcher has one (see ``Launcher/UserStore``).
+    public var userStoreURL: URL? { state.withLock { $0.launcher.userStoreURL } }
 
     /// Runs a read-only access on the current store.
     ///

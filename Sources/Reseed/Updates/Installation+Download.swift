@@ -25,9 +25,12 @@ extension Installation {
         let (contents, entries) = try preferences.readEntries()
         let recorded = recorded(contents, entries)
         let state = try storeState()
-        let decision = Decision.decide(name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state)
+        let user = try prepareUserStore(recorded: recorded, storeState: state)
+        let decision = Decision.decide(name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
+                                       storeHoldsUserTables: user.storeHoldsUserTables)
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: nil)
-        if !decision.writesNothing, let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        if needsRecording(decision, recorded: recorded), let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        user.report(in: &outcome)
         return outcome
     }
 }

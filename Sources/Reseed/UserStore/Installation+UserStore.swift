@@ -1,0 +1,85 @@
+import Foundation
+import Logging
+
+extension Installation {
+    /// What the user store's part of step 2 did, for the decision and the outcome.
+    struct UserStoreStep {
+        /// The store file still holds user tables that are (now) in the user store: the seed must replace it.
+        var storeHoldsUserTables = false
+        var userStoreURL: URL?
+        var imported: [String: Int] = [:]
+        var missing: [String] = []
+        var keptAside: URL?
+
+        func report(in outcome: inout LaunchOutcome) {
+            outcome.userStoreURL = userStoreURL
+            outcome.importedTables = imported
+            outcome.missingUserTables = missing
+            outcome.userStoreKeptAside = keptAside
+        }
+    }
+
+    /// Step 2 with a user store, under the store's lock, before deciding:
+    ///
+    /// 1. a user store file that is not a database is kept aside (renamed, never deleted);
+    /// 2. unless the preferences say the store file holds no user tables (an entry written with
+    ///    this user store), the store file is looked at for the declared user tables; when the
+    ///    user store does not exist yet, those it has are copied into a new one (built in a temp
+    ///    file, verified, fsynced, renamed into place). Either way the seed must then replace
+    ///    the store file, whose user tables are in the user store.
+    ///
+    /// A crash leaves either no user store (the next launch imports again from the store
+    /// file, untouched) or a complete one (the next launch sees the store file still holds
+    /// the tables, and replaces it).
+    func prepareUserStore(recorded: Decision.Recorded?, storeState: StoreState) throws(ReseedError) -> UserStoreStep {
+        guard let userStore = configuration.userStore else { return UserStoreStep() }
+        guard userStore.fileName != storeName, !userStore.name.isEmpty, !userStore.name.contains("/") else {
+            throw ReseedError(.invalidArgument, step: .openUserStore, path: directory.path(userStore.fileName),
+                              message: "the user store's name '\(userStore.name)' must be a file name other than the seed's '\(manifest.name)'")
+        }
+        var step = UserStoreStep(userStoreURL: URL(fileURLWithPath: directory.path(userStore.fileName), isDirectory: false))
+        var userState = try userStoreState(userStore)
+        if userState == .notSQLite {
+            step.keptAside = try keepUserStoreAside(userStore)
+            userState = .missing
+        }
+        guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
+        let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
+        if userState == .missing {
+            let imported = try importer.run(userStore.userTables, into: userStore.fileName)
+            step.imported = imported.rows
+            step.missing = imported.missing
+            step.storeHoldsUserTables = !imported.rows.isEmpty
+        } else {
+            step.storeHoldsUserTables = !(try importer.tablesPresent(userStore.userTables).isEmpty)
+        }
+        if step.storeHoldsUserTables {
+            logger.notice("the store file holds the user's tables, which are in the user store: the seed replaces it", metadata: [
+                "store": "\(storePath)", "userStore": "\(directory.path(userStore.fileName))", "imported": "\(step.imported)",
+            ])
+        }
+        return step
+    }
+
+    /// What the user store file is, judged from its first 16 bytes; an empty file is an empty database.
+    private func userStoreState(_ userStore: Launcher.UserStore) throws(ReseedError) -> StoreState {
+        let state = try StoreState.judging(userStore.fileName, in: directory)
+        guard state == .notSQLite else { return state }
+        let status = try during(.inspectStore, path: directory.path(userStore.fileName)) { try directory.status(userStore.fileName) }
+        return status?.kind == .regular && status?.size == 0 ? .sqlite : .notSQLite
+    }
+
+    /// Renames a user store that is not a database to `<name>.sqlite.invalid-<time>-<random>`, with its sidecars.
+    private func keepUserStoreAside(_ userStore: Launcher.UserStore) throws(ReseedError) -> URL {
+        let name = "\(userStore.fileName).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
+        try during(.openUserStore, path: directory.path(userStore.fileName)) {
+            try directory.renameNoReplace(userStore.fileName, to: name)
+            for suffix in ["-wal", "-shm", "-journal"] where try directory.status(userStore.fileName + suffix) != nil {
+                try directory.renameNoReplace(userStore.fileName + suffix, to: name + suffix)
+            }
+            try directory.sync()
+        }
+        logger.warning("the user store is not a database: kept it aside and starting a new one", metadata: ["at": "\(directory.path(name))"])
+        return URL(fileURLWithPath: directory.path(name), isDirectory: false)
+    }
+}

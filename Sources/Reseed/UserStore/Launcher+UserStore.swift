@@ -1,0 +1,99 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Logging
+import Synchronization
+
+extension Launcher {
+    /// The user store's file, when one is configured.
+    public var userStoreURL: URL? {
+        configuration.userStore.map { dataDirectory.appendingPathComponent($0.fileName, isDirectory: false) }
+    }
+
+    /// Opens the pool the app uses: the store itself, or, with a user store, the user store with
+    /// the seed at `storeURL` attached read-only as ``seedSchema`` on every connection.
+    ///
+    /// - Throws: the `DatabaseError` of attaching the seed as it is (the launch installs the seed
+    ///   again when it is not a database); a failure of the user store as a ``ReseedError``
+    ///   naming it (step `openUserStore`).
+    func openPool(seed storeURL: URL) throws -> DatabasePool {
+        guard let userStoreURL else {
+            let pool = try DatabasePool(path: storeURL.path, configuration: configuration.database)
+            OpenStores.register(pool, path: storeURL.path)
+            return pool
+        }
+        let seedFailure = Mutex<DatabaseError?>(nil)
+        var database = configuration.database
+        let uri = Self.readOnlyURI(storeURL.path)
+        database.prepareDatabase { db in
+            do {
+                try Self.attachSeed(db, uri: uri, path: storeURL.path)
+            } catch let error as DatabaseError {
+                // The seed's failure: the launch installs the seed again when it is not a database.
+                seedFailure.withLock { $0 = error }
+                throw error
+            }
+        }
+        do {
+            let pool = try DatabasePool(path: userStoreURL.path, configuration: database)
+            OpenStores.register(pool, path: userStoreURL.path)
+            return pool
+        } catch let error as DatabaseError where seedFailure.withLock({ $0 }) != nil {
+            throw error
+        } catch {
+            throw ReseedError.wrapping(error, step: .openUserStore, path: userStoreURL.path)
+        }
+    }
+
+    /// Per reference, the user rows pointing at a key the installed seed does not have, counted
+    /// through a connection of its own (the store need not be open); empty without a user store,
+    /// references, or a user store file.
+    func countOrphans(storeFileName: String) throws(ReseedError) -> [String: Int] {
+        guard let userStore = configuration.userStore, !userStore.references.isEmpty, let userStoreURL,
+              FileManager.default.fileExists(atPath: userStoreURL.path) else { return [:] }
+        let storePath = dataDirectory.appendingPathComponent(storeFileName, isDirectory: false).path
+        var database = configuration.database
+        let uri = Self.readOnlyURI(storePath)
+        database.prepareDatabase { db in try Self.attachSeed(db, uri: uri, path: storePath) }
+        let queue = try during(.openUserStore, path: userStoreURL.path) { try DatabaseQueue(path: userStoreURL.path, configuration: database) }
+        defer { try? queue.close() }
+        let orphans = try UserStoreSchema.countOrphans(queue, references: userStore.references, path: userStoreURL.path)
+        UserStoreSchema.log(orphans, logger: configuration.logger)
+        return orphans
+    }
+
+    /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema`` and reads its
+    /// schema, so a seed that is not a database fails here; refuses an attachment SQLite made writable.
+    private static func attachSeed(_ db: Database, uri: String, path: String) throws {
+        try db.execute(sql: "ATTACH DATABASE ? AS \(seedSchema)", arguments: [uri])
+        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(seedSchema).sqlite_master")
+        guard sqlite3_db_readonly(db.sqliteConnection, seedSchema) == 1 else {
+            throw ReseedError(.database, step: .openUserStore, path: path,
+                              message: "this SQLite did not attach the seed read-only (URI file names are off)")
+        }
+    }
+
+    /// `path` as an SQLite URI opening it read-only and immutable: the seed file is never written
+    /// while attached (a new seed is renamed in), so SQLite need not lock it or look for a journal.
+    static func readOnlyURI(_ path: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "/-._~")
+        let escaped = path.unicodeScalars.map { scalar -> String in
+            if scalar.isASCII, allowed.contains(scalar) { return String(scalar) }
+            return String(scalar).utf8.map { String(format: "%%%02X", $0) }.joined()
+        }.joined()
+        return "file:\(escaped)?mode=ro&immutable=1"
+    }
+
+    /// After opening a user store's pool: runs the app's migrator, checks the user store against
+    /// the seed, and after an install counts the user rows each reference leaves without a key.
+    func finishOpening(_ pool: DatabasePool, outcome: inout LaunchOutcome) throws(ReseedError) {
+        guard let userStore = configuration.userStore, let userStoreURL else { return }
+        outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, path: userStoreURL.path)
+        try UserStoreSchema.check(pool, userStore: userStore, path: userStoreURL.path, foreignKeys: configuration.database.foreignKeysEnabled)
+        if outcome.action == .installed {
+            outcome.orphans = try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
+            UserStoreSchema.log(outcome.orphans, logger: configuration.logger)
+        }
+    }
+}

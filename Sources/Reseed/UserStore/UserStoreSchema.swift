@@ -1,0 +1,123 @@
+import Foundation
+import GRDB
+import Logging
+
+/// The user store's schema against the seed's: the app's migrations, the names the two share,
+/// the references into the seed.
+enum UserStoreSchema {
+    /// Runs the app's migrator on the user store; returns the migrations it applied, in order.
+    ///
+    /// - Throws: ``ReseedError`` (step `migrateUserStore`) naming the migration that failed. Each
+    ///   GRDB migration is a transaction of its own: the failing one is rolled back, those before
+    ///   it stay applied.
+    static func migrate(_ pool: DatabasePool, with migrator: DatabaseMigrator, path: String) throws(ReseedError) -> [String] {
+        guard !migrator.migrations.isEmpty else { return [] }
+        let before = try during(.migrateUserStore, path: path) { try pool.read { try migrator.appliedIdentifiers($0) } }
+        if migrator.migrations.allSatisfy(before.contains) { return [] }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            let after = (try? pool.read { try migrator.appliedIdentifiers($0) }) ?? before
+            let failed = migrator.migrations.first { !after.contains($0) } ?? "?"
+            var wrapped = ReseedError.wrapping(error, step: .migrateUserStore, path: path)
+            wrapped.message = "the app's migration '\(failed)' failed (\(error)); it was rolled back, the migrations before it stay applied"
+            throw wrapped
+        }
+        return migrator.migrations.filter { !before.contains($0) }
+    }
+
+    /// Refuses a user store that would hide seed rows or that a reference cannot be counted in.
+    ///
+    /// - Throws: ``ReseedError/Code/userStoreConflict`` (step `checkUserStore`) when a user table
+    ///   or view has the name of a seed table or view, when a foreign key of a user table points at
+    ///   a seed table while foreign keys are enforced (SQLite cannot check one across files), or when
+    ///   a reference names a table or column that does not exist.
+    static func check(_ pool: DatabasePool, userStore: Launcher.UserStore, path: String, foreignKeys: Bool) throws(ReseedError) {
+        let seed = Launcher.seedSchema
+        let problem: String? = try during(.checkUserStore, path: path) {
+            try pool.read { db -> String? in
+                let seedNames = Set(try String.fetchAll(db, sql: "SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view')"))
+                if let name = try ownNames(db).first(where: seedNames.contains) {
+                    return "the user store's table '\(name)' has the name of the seed's table '\(seed).\(name)', whose rows it would hide; rename it in a migration"
+                }
+                if foreignKeys, let crossing = try Row.fetchOne(db, sql: """
+                    SELECT m.name AS child, f."table" AS parent FROM main.sqlite_master m, pragma_foreign_key_list(m.name, 'main') f
+                    WHERE m.type = 'table' AND f."table" NOT IN (SELECT name FROM main.sqlite_master WHERE type = 'table')
+                      AND f."table" IN (SELECT name FROM \(seed).sqlite_master WHERE type = 'table')
+                    ORDER BY m.name
+                    """) {
+                    let child: String = crossing["child"], parent: String = crossing["parent"]
+                    return "the user table '\(child)' has a foreign key to the seed table '\(parent)': SQLite cannot enforce one across files; drop it in a migration and declare a SeedReference, or turn foreign keys off"
+                }
+                for reference in userStore.references {
+                    if let missing = try missingColumn(reference.table, reference.column, schema: "main", db: db) {
+                        return "reference '\(reference)': the user store has no \(missing)"
+                    }
+                    if let missing = try missingColumn(reference.seedTable, reference.seedColumn, schema: seed, db: db) {
+                        return "reference '\(reference)': the seed has no \(missing)"
+                    }
+                }
+                return nil
+            }
+        }
+        if let problem { throw ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem) }
+    }
+
+    /// The user store's own tables and views (not SQLite's).
+    static func ownNames(_ db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+    }
+
+    /// Refuses a seed at `seedPath` that has a table or view named as one of `userTables`.
+    static func refuseShadowing(userTables: [String], seedPath: String, userPath: String) throws(ReseedError) {
+        let seedNames = try during(.checkUserStore, path: seedPath) { () throws -> Set<String> in
+            var configuration = GRDB.Configuration()
+            configuration.readonly = true
+            configuration.label = "reseed.shadow-check"
+            let queue = try DatabaseQueue(path: seedPath, configuration: configuration)
+            defer { try? queue.close() }
+            return Set(try queue.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')") })
+        }
+        if let name = userTables.first(where: seedNames.contains) {
+            throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userPath,
+                              message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")
+        }
+    }
+
+    /// "table 'x'" or "column 'x.y'" when `schema` lacks it.
+    private static func missingColumn(_ table: String, _ column: String, schema: String, db: Database) throws -> String? {
+        guard try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM \(schema).sqlite_master WHERE type IN ('table', 'view') AND name = ?",
+                                arguments: [table]) == true else { return "table '\(table)'" }
+        guard try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM pragma_table_xinfo(?, ?) WHERE name = ?",
+                                arguments: [table, schema, column]) == true else { return "column '\(table).\(column)'" }
+        return nil
+    }
+
+    /// Per reference (its description), the user rows whose non-null value is not a key of the seed.
+    static func countOrphans(_ pool: some DatabaseReader, references: [SeedReference], path: String) throws(ReseedError) -> [String: Int] {
+        guard !references.isEmpty else { return [:] }
+        return try during(.checkUserStore, path: path) {
+            try pool.read { db in try countOrphans(db, references: references, seedSchema: Launcher.seedSchema) }
+        }
+    }
+
+    /// Per reference, the rows of `main`'s user table whose non-null value is not in `seedSchema`'s key column.
+    package static func countOrphans(_ db: Database, references: [SeedReference], seedSchema: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for reference in references {
+            let table = reference.table.quotedDatabaseIdentifier, column = reference.column.quotedDatabaseIdentifier
+            counts[reference.description] = try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM main.\(table) AS u WHERE u.\(column) IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM \(seedSchema).\(reference.seedTable.quotedDatabaseIdentifier) AS s
+                    WHERE s.\(reference.seedColumn.quotedDatabaseIdentifier) = u.\(column))
+                """) ?? 0
+        }
+        return counts
+    }
+
+    static func log(_ orphans: [String: Int], logger: Logger) {
+        for (reference, count) in orphans.sorted(by: { $0.key < $1.key }) where count > 0 {
+            logger.warning("user rows point at keys the seed no longer has", metadata: ["reference": "\(reference)", "rows": "\(count)"])
+        }
+    }
+}

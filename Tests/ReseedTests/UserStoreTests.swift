@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedTesting
+import ReseedTestSupport
+import Testing
+
+/// The user store: the app's own tables in a file of their own, the seed attached read-only.
+@Suite(.timeLimit(.minutes(10)))
+struct UserStoreTests {
+    /// The app's schema: notes that refer to seed items.
+    static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("notes") { db in
+            // IF NOT EXISTS: the same migration serves a fresh install and a store whose notes were imported.
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS note (id INTEGER PRIMARY KEY AUTOINCREMENT, item_id INTEGER, text TEXT NOT NULL)")
+        }
+        return migrator
+    }
+
+    static func userStore(tables: [String] = [], migrator: DatabaseMigrator = migrator()) throws -> Launcher.UserStore {
+        Launcher.UserStore(name: "items-user", migrator: migrator, userTables: tables,
+                           references: [try SeedReference("note.item_id", to: "item.id")])
+    }
+
+    func userStoreURL(_ sandbox: LaunchSandbox) -> URL { sandbox.dataDirectory.appendingPathComponent("items-user.sqlite") }
+
+    @Test func userRowsSurviveEveryInstallAndJoinSeedRows() throws {
+        let sandbox = try LaunchSandbox()
+        let userStore = try Self.userStore()
+        let first = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }
+        var (database, outcome) = try first.launch()
+        #expect(outcome.action == .installed)
+        #expect(outcome.userStoreURL?.path == userStoreURL(sandbox).path)
+        #expect(outcome.appliedMigrations == ["notes"])
+        #expect(outcome.orphans == ["note.item_id->item.id": 0])
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note (item_id, text) VALUES (1, 'first'), (3, 'third')")
+        }
+        let joined = try database.read { db in
+            try String.fetchAll(db, sql: "SELECT item.label || ':' || note.text FROM note JOIN item ON item.id = note.item_id ORDER BY note.id")
+        }
+        #expect(joined == ["1.0.0-1:first", "1.0.0-3:third"])
+        // A write to a seed table fails with SQLite's read-only error.
+        #expect {
+            try database.write { try $0.execute(sql: "UPDATE item SET label = 'x'") }
+        } throws: { ($0 as? DatabaseError)?.resultCode == .SQLITE_READONLY }
+        try database.close()
+
+        // A new seed with fewer items: the notes stay, and the one pointing at a removed item is counted.
+        let second = sandbox.launcher(try sandbox.seed("2.0.0", rows: 2)) { $0.userStore = userStore }
+        (database, outcome) = try second.launch()
+        #expect(outcome.action == .installed)
+        #expect(outcome.appliedMigrations.isEmpty)
+        #expect(outcome.orphans == ["note.item_id->item.id": 1])
+        let notes = try database.read { try String.fetchAll($0, sql: "SELECT text FROM note ORDER BY id") }
+        #expect(notes == ["first", "third"])
+        #expect(try database.read { try String.fetchAll($0, sql: "SELECT label FROM item ORDER BY id") } == ["2.0.0-1", "2.0.0-2"])
+        try database.close()
+        // The seed file holds only the seed.
+        #expect(try sandbox.labels() == ["2.0.0-1", "2.0.0-2"])
+        let seedTables = try DatabaseQueue(path: sandbox.storeURL.path).read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") }
+        #expect(!seedTables.contains("note"))
+    }
+
+    @Test func userTablesAreCarriedOutOfASingleFileStore() throws {
+        let sandbox = try LaunchSandbox()
+        // An earlier release: one file, the app's notes written into it.
+        let old = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3))
+        let (single, _) = try old.launch()
+        try single.write { db in
+            try db.execute(sql: "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, item_id INTEGER, text TEXT NOT NULL)")
+            try db.execute(sql: "CREATE INDEX note_item ON note(item_id)")
+            try db.execute(sql: "CREATE TRIGGER note_upper AFTER INSERT ON note BEGIN UPDATE note SET text = upper(text) WHERE id = new.id; END")
+            for i in 1...50 { try db.execute(sql: "INSERT INTO note (item_id, text) VALUES (?, ?)", arguments: [i % 4, "n\(i)"]) }
+            try db.execute(sql: "DELETE FROM note WHERE id = 50")
+        }
+        try single.close()
+
+        // This release: the same seed version, a user store declared with the notes.
+        let userStore = try Self.userStore(tables: ["note", "bookmark"])
+        let (database, outcome) = try sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }.launch()
+        #expect(outcome.action == .installed)
+        #expect(outcome.reason == .userDataMoved)
+        #expect(outcome.importedTables == ["note": 49])
+        #expect(outcome.missingUserTables == ["bookmark"])
+        #expect(outcome.appliedMigrations == ["notes"])
+        let (count, texts, sequence) = try database.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM main.note"),
+             try String.fetchAll(db, sql: "SELECT text FROM note ORDER BY id LIMIT 2"),
+             try Int.fetchOne(db, sql: "SELECT seq FROM main.sqlite_sequence WHERE name = 'note'"))
+        }
+        #expect(count == 49)
+        #expect(texts == ["N1", "N2"])
+        #expect(sequence == 50)
+        // The index and the trigger came along; the trigger fires on new rows only.
+        try database.write { try $0.execute(sql: "INSERT INTO note (item_id, text) VALUES (1, 'new')") }
+        let (newText, newID, hasIndex) = try database.read { db in
+            (try String.fetchOne(db, sql: "SELECT text FROM note ORDER BY id DESC LIMIT 1"),
+             try Int.fetchOne(db, sql: "SELECT max(id) FROM note"),
+             try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM main.sqlite_master WHERE name = 'note_item'"))
+        }
+        #expect(newText == "NEW")
+        #expect(newID == 51)
+        #expect(hasIndex == true)
+        try database.close()
+        // The store file is the seed again, without the notes.
+        let seedTables = try DatabaseQueue(path: sandbox.storeURL.path).read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
+        #expect(!seedTables.contains("note"))
+
+        // The next launch is up to date and imports nothing.
+        let (again, next) = try sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }.launch()
+        #expect(next.action == .upToDate)
+        #expect(next.importedTables.isEmpty)
+        #expect(try again.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") } == 50)
+        try again.close()
+    }
+}
