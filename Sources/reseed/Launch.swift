@@ -75,7 +75,7 @@ extension ReseedCommand {
                 configuration.preferencesURL = store.preferences.map(fileURL)
                 configuration.logger = logging.logger("reseed")
                 configuration.legacyStores = legacyStores.map { Launcher.LegacyStore(storeURL: fileURL($0)) }
-                configuration.userStore = try user.userStore(project)
+                configuration.userStore = try user.userStore(project, store: store)
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project), configuration: configuration)
                 let (database, outcome) = try launcher.launch()
                 do {

@@ -13,7 +13,7 @@ extension ReseedCommand {
         var name: String?
 
         @Option(name: .customLong("user-store"), help: ArgumentHelp(
-            "The user store's name, to show it (default: \"userStore\" in reseed.json).", valueName: "name"))
+            "The user store's name, to show it (default: \"userStore\" in reseed.json, without --seed).", valueName: "name"))
         var userStore: String?
 
         @Flag(help: "Print one JSON object on stdout.")
@@ -51,7 +51,8 @@ extension ReseedCommand {
                 case .corrupt: "corrupt"
                 case .tooLarge: "tooLarge"
                 }
-                let user = try (userStore ?? project.userStore).map { name in
+                // reseed.json's user store goes with its seed, as on launch.
+                let user = try (userStore ?? (store.seed == nil ? project.userStore : nil)).map { name in
                     try UserStoreSummary.look(name: name, in: dataDirectory)
                 }
                 if json {

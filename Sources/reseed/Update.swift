@@ -59,11 +59,9 @@ extension ReseedCommand {
                 var launcherConfiguration = Launcher.Configuration()
                 launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
                 launcherConfiguration.logger = logging.logger("reseed")
-                launcherConfiguration.userStore = try user.userStore(project)
-                let dataDirectory = try store.dataDirectoryURL(project)
-                let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: dataDirectory,
+                launcherConfiguration.userStore = try user.userStore(project, store: store)
+                let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),
                                         configuration: launcherConfiguration)
-                let userStoreURL = launcherConfiguration.userStore.map { dataDirectory.appendingPathComponent($0.fileName) }
                 var configuration = ChannelUpdater.Configuration()
                 configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
                 configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
@@ -80,7 +78,7 @@ extension ReseedCommand {
                                              launcher: launcher, configuration: configuration)
                 let outcome = try await updater.update()
                 if json {
-                    try Terminal.out(json: Report(outcome, channel: channelURL, userStore: userStoreURL))
+                    try Terminal.out(json: Report(outcome, channel: channelURL))
                 } else {
                     try Terminal.out(Self.sentence(outcome, channel: channelURL))
                 }
@@ -114,16 +112,16 @@ extension ReseedCommand.Update {
         var downloadedBytes: Int64
         @NullWhenNil var resumedFrom: Int64?
         var store: String
-        /// The user store's file when one is configured. An update replaces the seed only: it
-        /// imports no table, applies no migration and counts no orphans (the next launch does),
-        /// so the last four keys are empty, kept for the same shape as `reseed launch --json`.
         @NullWhenNil var userStore: String?
-        var importedTables: [String: Int] = [:]
+        var importedTables: [String: Int]
+        var orphans: [String: Int]
+        /// An update opens the user store only to count orphans: it applies no migration and
+        /// moves no user store aside (the next launch does), so these two keep the shape of
+        /// `reseed launch --json` and are always `[]` and `null`.
         var appliedMigrations: [String] = []
         @NullWhenNil var userStoreKeptAside: String? = nil
-        var orphans: [String: Int] = [:]
 
-        init(_ update: ChannelUpdater.Outcome, channel: URL, userStore: URL?) {
+        init(_ update: ChannelUpdater.Outcome, channel: URL) {
             outcome = update.action
             name = update.name
             version = update.version
@@ -133,7 +131,9 @@ extension ReseedCommand.Update {
             downloadedBytes = update.downloadedBytes
             resumedFrom = update.resumedFrom
             store = update.storeURL.path
-            self.userStore = userStore?.path
+            userStore = update.userStoreURL?.path
+            importedTables = update.importedTables
+            orphans = update.orphans
         }
     }
 }

@@ -6,7 +6,10 @@ import Reseed
 /// The user store of `reseed launch` and `reseed update`: flags, else reseed.json.
 ///
 /// Each flag replaces its reseed.json key (`userStore`, `userTables`, `userReferences`,
-/// `userMigrations`) as a whole: one `--user-table` drops the file's list.
+/// `userMigrations`) as a whole: one `--user-table` drops the file's list. The file's keys
+/// describe the user store of the file's seed, so they apply only when the seed comes from the
+/// file too (no `--seed`): `reseed launch --seed other.json` in the project's folder does not
+/// give another seed the project's user store.
 struct UserStoreOptions: ParsableArguments {
     @Option(name: .customLong("user-store"), help: ArgumentHelp(
         "The user store's name: the app's own data, in <data-dir>/<name>.sqlite, that no seed update touches.", valueName: "name"))
@@ -29,18 +32,20 @@ struct UserStoreOptions: ParsableArguments {
         _ = try seedReferences(references, option: "--user-reference")
     }
 
-    /// The launcher's user store from the flags and `project`; nil when neither names one.
+    /// The launcher's user store from the flags and `project` (when `store` takes the seed from
+    /// it); nil when neither names one.
     ///
     /// - Throws: `ValidationError` when tables, references or migrations are given without a
     ///   user store; ``UserMigrations/Failure`` when the migrations folder cannot be read.
-    func userStore(_ project: ProjectConfiguration) throws -> Launcher.UserStore? {
+    func userStore(_ project: ProjectConfiguration, store: StoreOptions) throws -> Launcher.UserStore? {
+        let project = store.seed == nil ? project : ProjectConfiguration()
         let tables = tables.isEmpty ? project.userTables ?? [] : tables
         let references = try references.isEmpty ? project.userReferences ?? [] : seedReferences(references, option: "--user-reference")
         let migrations = migrations.map(fileURL) ?? project.userMigrations
         guard let name = name ?? project.userStore else {
             if !tables.isEmpty || !references.isEmpty || migrations != nil {
-                throw ValidationError("user tables, references and migrations need a user store: give --user-store "
-                                      + "(or \"userStore\" in \(ProjectConfiguration.fileName))")
+                throw ValidationError("user tables, references and migrations need a user store: give --user-store (or "
+                                      + "\"userStore\" in \(ProjectConfiguration.fileName), used when the seed comes from it too)")
             }
             return nil
         }
@@ -126,21 +131,12 @@ struct UserMigrations {
         self.files = files
     }
 
-    /// A migrator with one migration per file, in file order.
-    ///
-    /// A migration that fails throws a ``ReseedError`` at ``ReseedError/Step/migrateUserStore``
-    /// naming the file, with SQLite's error kept.
+    /// A migrator with one migration per file, in file order, identified by the file name (which
+    /// the launch's error names when one fails, with SQLite's error).
     func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         for file in files {
-            migrator.registerMigration(file.name) { db in
-                do {
-                    try db.execute(sql: file.sql)
-                } catch let error as DatabaseError {
-                    throw ReseedError(.database, step: .migrateUserStore, path: file.url.path, databaseError: error,
-                                      message: "the user migration \(file.name) failed")
-                }
-            }
+            migrator.registerMigration(file.name) { db in try db.execute(sql: file.sql) }
         }
         return migrator
     }

@@ -72,7 +72,7 @@ struct UserStoreSummary: Encodable {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "reseed.status"
-        let queue = try DatabaseQueue(path: immutable ? immutableURI(url.path) : url.path, configuration: configuration)
+        let queue = try DatabaseQueue(path: immutable ? Launcher.readOnlyURI(url.path) : url.path, configuration: configuration)
         defer { try? queue.close() }
         return try queue.read { db in
             let names = try String.fetchAll(db, sql: """
@@ -91,21 +91,5 @@ struct UserStoreSummary: Encodable {
     /// Tables with their rows, by name: `incident (1 row), tag (0 rows)`.
     static func describe(_ tables: [String: Int]) -> String {
         tables.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value) \($0.value == 1 ? "row" : "rows"))" }.joined(separator: ", ")
-    }
-
-    /// `file:PATH?mode=ro&immutable=1`, with the characters a URI gives a meaning escaped.
-    /// SQLite reads it as a URI when built with SQLITE_USE_URI (Debian's is); a SQLite built
-    /// without fails to open it, read-only, and creates nothing: the status then reports the failure.
-    static func immutableURI(_ path: String) -> String {
-        var escaped = ""
-        for character in path {
-            switch character {
-            case "%": escaped += "%25"
-            case "?": escaped += "%3F"
-            case "#": escaped += "%23"
-            default: escaped.append(character)
-            }
-        }
-        return "file:\(escaped)?mode=ro&immutable=1"
     }
 }

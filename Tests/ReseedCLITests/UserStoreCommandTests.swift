@@ -112,15 +112,23 @@ import Testing
         #expect(status.stdout.contains("  tables:     note (3 rows), tag (0 rows)\n"))
         #expect(status.stdout.contains("  migrations: 0001_pinned.sql, 0002_tag.sql\n"))
 
-        // Flags win over the file: another user store, with no migrations; the file's "note" is
-        // not in the single-file store any more (the seed replaced it), which is reported.
-        try FileManager.default.createDirectory(at: sandbox.appending("Empty"), withIntermediateDirectories: true)
-        let other = try ReseedBinary.run(["launch", "--json", "--user-store", "other", "--user-migrations", "Empty"], in: sandbox.url)
+        // Flags win over the file: another user store, with migrations of its own; the file's
+        // "note" is not in the single-file store any more (the seed replaced it), which is reported.
+        let otherMigrations = sandbox.appending("OtherMigrations")
+        try FileManager.default.createDirectory(at: otherMigrations, withIntermediateDirectories: true)
+        try Data("CREATE TABLE note (id INTEGER PRIMARY KEY, item_id INTEGER); CREATE TABLE tag (item_id INTEGER);".utf8)
+            .write(to: otherMigrations.appendingPathComponent("0001_other.sql"))
+        let other = try ReseedBinary.run(["launch", "--json", "--user-store", "other", "--user-migrations", "OtherMigrations"], in: sandbox.url)
         #expect(other.status == 0, "\(other.stderr)")
         let otherOutcome = try jsonObject(other.stdout)
         #expect(otherOutcome["userStore"] as? String == data.appendingPathComponent("other.sqlite").path)
         #expect(otherOutcome["missingUserTables"] as? [String] == ["note"])
-        #expect(otherOutcome["appliedMigrations"] as? [String] == [])
+        #expect(otherOutcome["appliedMigrations"] as? [String] == ["0001_other.sql"])
+
+        // A reference to a table the user store does not have is refused, naming it.
+        let wrong = try ReseedBinary.run(["launch", "--user-store", "other", "--user-migrations", "OtherMigrations", "--user-reference", "gone.item_id->item.id"], in: sandbox.url)
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.hasPrefix("reseed: checkUserStore: reference 'gone.item_id->item.id'"), "\(wrong.stderr)")
     }
 
     @Test func aFailingUserMigrationNamesItsFileAndExitsNonZero() throws {
