@@ -75,7 +75,7 @@ extension Launcher {
 
     /// `path` as an SQLite URI opening it read-only and immutable: the seed file is never written
     /// while attached (a new seed is renamed in), so SQLite need not lock it or look for a journal.
-    static func readOnlyURI(_ path: String) -> String {
+    package static func readOnlyURI(_ path: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "/-._~")
         let escaped = path.unicodeScalars.map { scalar -> String in
