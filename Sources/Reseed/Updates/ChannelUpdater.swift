@@ -201,6 +201,11 @@ public struct ChannelUpdater: Sendable {
             return ([:], try await store.replace(with: seed).orphans)
         case .launcher(let launcher):
             return try await offload { () throws(ReseedError) in
+                if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL {
+                    try UserStoreSchema.refuseIncompatibleSeed(
+                        userTables: try UserStoreSchema.ownNames(ofStoreAt: userStoreURL.path), references: userStore.references,
+                        seedPath: seed.fileURL.path, userPath: userStoreURL.path)
+                }
                 let installed = try launcher.installDownloaded(seed)
                 return (installed.importedTables, try launcher.countOrphans(storeFileName: seed.manifest.storeFileName))
             }
