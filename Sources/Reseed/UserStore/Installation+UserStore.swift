@@ -46,6 +46,9 @@ extension Installation {
         guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
         let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
         if userState == .missing {
+            // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
+            try UserStoreSchema.refuseShadowing(userTables: userStore.userTables, seedPath: seed.fileURL.path,
+                                                userPath: directory.path(userStore.fileName), declared: true)
             let imported = try importer.run(userStore.userTables, into: userStore.fileName)
             step.imported = imported.rows
             step.missing = imported.missing

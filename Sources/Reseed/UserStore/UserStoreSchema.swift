@@ -68,8 +68,9 @@ enum UserStoreSchema {
         try String.fetchAll(db, sql: "SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
     }
 
-    /// Refuses a seed at `seedPath` that has a table or view named as one of `userTables`.
-    static func refuseShadowing(userTables: [String], seedPath: String, userPath: String) throws(ReseedError) {
+    /// Refuses a seed at `seedPath` that has a table or view named as one of `userTables`: the user
+    /// store's (or, `declared`, those the configuration declares to carry out of a single-file store).
+    static func refuseShadowing(userTables: [String], seedPath: String, userPath: String, declared: Bool = false) throws(ReseedError) {
         let seedNames = try during(.checkUserStore, path: seedPath) { () throws -> Set<String> in
             var configuration = GRDB.Configuration()
             configuration.readonly = true
@@ -79,6 +80,10 @@ enum UserStoreSchema {
             return Set(try queue.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')") })
         }
         if let name = userTables.first(where: seedNames.contains) {
+            if declared {
+                throw ReseedError(.userStoreConflict, step: .checkUserStore, path: seedPath,
+                                  message: "the user table '\(name)' declared for the user store is the seed's table '\(name)': copied, it would hide the seed's rows; declare only the app's own tables. Changed nothing")
+            }
             throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userPath,
                               message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")
         }
