@@ -99,7 +99,7 @@ enum UserStoreSchema {
     }
 
     /// Per reference (its description), the user rows whose non-null value is not a key of the seed.
-    static func countOrphans(_ pool: DatabasePool, references: [SeedReference], path: String) throws(ReseedError) -> [String: Int] {
+    static func countOrphans(_ pool: some DatabaseReader, references: [SeedReference], path: String) throws(ReseedError) -> [String: Int] {
         guard !references.isEmpty else { return [:] }
         return try during(.checkUserStore, path: path) {
             try pool.read { db in try countOrphans(db, references: references, seedSchema: Launcher.seedSchema) }
