@@ -152,7 +152,7 @@ struct UserRowsDevice {
 /// the user store; a final launch completes with all of them in the user store.
 @Suite(.serialized, .timeLimit(.minutes(30)))
 struct UserStoreKillTests {
-    static let kills = 60
+    static let kills = 65
 
     @Test func noNoteIsLostToASIGKILLDuringTheImport() throws {
         let device = try UserRowsDevice(rows: 200_000, walRows: 2_000, paddingBytes: 32 << 20, prefix: "reseed-kill-import")
@@ -172,13 +172,17 @@ struct UserStoreKillTests {
         }
         let seconds = durations.sorted()[1]
 
-        // Seeded, so a failing round can be replayed; spread past the end of a run (1.1×) so that "after" is hit too.
+        // Seeded, so a failing round can be replayed. Runs under the kills go faster than the timed ones
+        // (warm caches): most delays are spread over 0.7× the median, the last few past its end ("after").
         var generator = SplitMix64(seed: 0x5EED_13)
         var outcomes: [String: Int] = [:]
         var delays: [Double] = []
         for kill in 0..<Self.kills {
             try device.reset(data)
-            let delay = 1.1 * seconds * (Double(kill) + Double(generator.int(0..<1000)) / 1000) / Double(Self.kills)
+            let jitter = Double(generator.int(0..<1000)) / 1000
+            let delay = kill < Self.kills - 5
+                ? 0.7 * seconds * (Double(kill) + jitter) / Double(Self.kills - 5)
+                : seconds * (1 + 0.2 * (Double(kill - Self.kills + 5) + jitter) / 5)
             delays.append(delay)
             let running = try ReseedBinary.start(arguments)
             Thread.sleep(forTimeInterval: delay)
@@ -189,10 +193,12 @@ struct UserStoreKillTests {
             // Every fifth round: the next launch from that state completes with every note.
             if kill % 5 == 0 { try device.expectFinalLaunch(data, "after kill \(kill)") }
         }
+        let killed = outcomes.filter { $0.key.hasPrefix("killed") }.values.reduce(0, +)
+        #expect(killed >= 50, "only \(killed) runs were killed before they finished")
         let lost = outcomes.filter { $0.key.contains("LOST") || $0.key.contains("INCOMPLETE") }.values.reduce(0, +)
         #expect(lost == 0)
         print("""
-            user store kills: \(Self.kills) SIGKILLs over a \(String(format: "%.3f", seconds)) s import of \(device.rows) notes + 32 MiB seed install \
+            user store kills: \(Self.kills) SIGKILLs (\(killed) before the run finished) over a \(String(format: "%.3f", seconds)) s import of \(device.rows) notes + 32 MiB seed install \
             (delays \(String(format: "%.3f", delays.min() ?? 0))–\(String(format: "%.3f", delays.max() ?? 0)) s); \(lost) with a note lost
             states after each: \(outcomes.sorted { $0.key < $1.key })
             """)
