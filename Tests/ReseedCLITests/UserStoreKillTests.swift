@@ -152,7 +152,7 @@ struct UserRowsDevice {
 /// the user store; a final launch completes with all of them in the user store.
 @Suite(.serialized, .timeLimit(.minutes(30)))
 struct UserStoreKillTests {
-    static let kills = 65
+    static let kills = 55
 
     @Test func noNoteIsLostToASIGKILLDuringTheImport() throws {
         let device = try UserRowsDevice(rows: 200_000, walRows: 2_000, paddingBytes: 32 << 20, prefix: "reseed-kill-import")
@@ -172,33 +172,39 @@ struct UserStoreKillTests {
         }
         let seconds = durations.sorted()[1]
 
-        // Seeded, so a failing round can be replayed. Runs under the kills go faster than the timed ones
-        // (warm caches): most delays are spread over 0.7× the median, the last few past its end ("after").
+        // Seeded, so a failing round can be replayed. Delays are spread over a span that starts at 0.8× the
+        // median run and shrinks a little each time a run finishes before its kill (runs under load vary),
+        // until `kills` runs were killed before they finished; then a few kills past the end ("after").
         var generator = SplitMix64(seed: 0x5EED_13)
         var outcomes: [String: Int] = [:]
         var delays: [Double] = []
-        for kill in 0..<Self.kills {
+        var span = 0.8 * seconds
+        var killed = 0
+        var round = 0
+        var after = 0
+        while (killed < Self.kills || after < 5) && round < 4 * Self.kills {
             try device.reset(data)
             let jitter = Double(generator.int(0..<1000)) / 1000
-            let delay = kill < Self.kills - 5
-                ? 0.7 * seconds * (Double(kill) + jitter) / Double(Self.kills - 5)
-                : seconds * (1 + 0.2 * (Double(kill - Self.kills + 5) + jitter) / 5)
+            let late = killed >= Self.kills
+            let delay = late ? seconds * (1 + 0.2 * (Double(after) + jitter) / 5) : span * (Double(killed) + jitter) / Double(Self.kills)
+            if late { after += 1 }
             delays.append(delay)
             let running = try ReseedBinary.start(arguments)
             Thread.sleep(forTimeInterval: delay)
             running.kill()
             let result = running.wait()
-            let state = try device.state(data, "kill \(kill) at \(String(format: "%.3f", delay)) s")
+            if result.status != 0 { killed += late ? 0 : 1 } else if !late { span *= 0.9 }
+            let state = try device.state(data, "round \(round), kill at \(String(format: "%.3f", delay)) s")
             outcomes["\(result.status == 0 ? "finished" : "killed") → \(state)", default: 0] += 1
             // Every fifth round: the next launch from that state completes with every note.
-            if kill % 5 == 0 { try device.expectFinalLaunch(data, "after kill \(kill)") }
+            if round % 5 == 0 { try device.expectFinalLaunch(data, "after round \(round)") }
+            round += 1
         }
-        let killed = outcomes.filter { $0.key.hasPrefix("killed") }.values.reduce(0, +)
-        #expect(killed >= 50, "only \(killed) runs were killed before they finished")
+        #expect(killed >= Self.kills, "only \(killed) runs were killed before they finished in \(round) rounds")
         let lost = outcomes.filter { $0.key.contains("LOST") || $0.key.contains("INCOMPLETE") }.values.reduce(0, +)
         #expect(lost == 0)
         print("""
-            user store kills: \(Self.kills) SIGKILLs (\(killed) before the run finished) over a \(String(format: "%.3f", seconds)) s import of \(device.rows) notes + 32 MiB seed install \
+            user store kills: \(round) SIGKILLs (\(killed) before the run finished) over a \(String(format: "%.3f", seconds)) s import of \(device.rows) notes + 32 MiB seed install \
             (delays \(String(format: "%.3f", delays.min() ?? 0))–\(String(format: "%.3f", delays.max() ?? 0)) s); \(lost) with a note lost
             states after each: \(outcomes.sorted { $0.key < $1.key })
             """)
