@@ -52,6 +52,9 @@ extension Installation {
         guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
         let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
         if userState == .missing {
+            // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
+            try UserStoreSchema.refuseIncompatibleSeed(userTables: userStore.userTables, references: [], seedPath: seed.fileURL.path,
+                                                userPath: directory.path(userStore.fileName), declared: true)
             let imported = try importer.run(userStore.userTables, into: userStore.fileName)
             step.imported = imported.rows
             step.missing = imported.missing
@@ -70,12 +73,16 @@ extension Installation {
     /// The files SQLite keeps beside a database.
     static let sidecars = ["-wal", "-shm", "-journal"]
 
-    /// What the user store file is, judged from its first 16 bytes; an empty file is an empty database.
+    /// What the user store file is: missing when its name is not in the directory (whatever this
+    /// process still holds open: a pool of a user store deleted since must not skip the import);
+    /// not a database when it is not a regular file (a symbolic link, a FIFO, a directory) or
+    /// when its first 16 bytes say so; an empty regular file is an empty database.
     private func userStoreState(_ userStore: Launcher.UserStore) throws(ReseedError) -> StoreState {
-        let state = try StoreState.judging(userStore.fileName, in: directory)
-        guard state == .notSQLite else { return state }
         let status = try during(.inspectStore, path: directory.path(userStore.fileName)) { try directory.status(userStore.fileName) }
-        return status?.kind == .regular && status?.size == 0 ? .sqlite : .notSQLite
+        guard let status else { return .missing }
+        guard status.kind == .regular else { return .notSQLite }
+        if status.size == 0 { return .sqlite }
+        return try StoreState.judging(userStore.fileName, in: directory)
     }
 
     /// Renames a user store that is not a database to `<name>.sqlite.invalid-<time>-<random>`, with its sidecars.

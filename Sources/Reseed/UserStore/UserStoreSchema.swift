@@ -106,8 +106,9 @@ enum UserStoreSchema {
 
     /// Refuses, before it replaces the installed seed, a new seed at `seedPath` that has a table or
     /// view named as one of `userTables` (it would hide the seed's rows), or lacks a table or column
-    /// a reference points at (every launch would then fail on it).
-    static func refuseIncompatibleSeed(userTables: [String], references: [SeedReference], seedPath: String, userPath: String) throws(ReseedError) {
+    /// a reference points at (every launch would then fail on it). With `declared`, `userTables` are
+    /// those the configuration declares to carry out of a single-file store.
+    static func refuseIncompatibleSeed(userTables: [String], references: [SeedReference], seedPath: String, userPath: String, declared: Bool = false) throws(ReseedError) {
         let (seedNames, missing) = try during(.checkUserStore, path: seedPath) { () throws -> (Set<String>, String?) in
             let queue = try DatabaseQueue(path: seedPath, configuration: readOnly("reseed.seed-check"))
             defer { try? queue.close() }
@@ -122,6 +123,10 @@ enum UserStoreSchema {
             }
         }
         if let name = userTables.first(where: seedNames.contains) {
+            if declared {
+                throw ReseedError(.userStoreConflict, step: .checkUserStore, path: seedPath,
+                                  message: "the user table '\(name)' declared for the user store is the seed's table '\(name)': copied, it would hide the seed's rows; declare only the app's own tables. Changed nothing")
+            }
             throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userPath,
                               message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")
         }
