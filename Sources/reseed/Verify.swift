@@ -5,7 +5,7 @@ import ReseedPackaging
 extension ReseedCommand {
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Prove a seed matches its manifest (and its Migrations/): size, SHA-256, integrity, steps.",
+            abstract: "Prove a seed matches its manifest (and its Migrations/): size, SHA-256, integrity, content hash, steps.",
             discussion: "Exits 1 and lists every finding when anything differs.")
 
         @Argument(help: ArgumentHelp("The seed: its manifest, or a folder holding one.", valueName: "seed"))
@@ -21,6 +21,7 @@ extension ReseedCommand {
         func run() async throws {
             try await reportingErrors {
                 let report = try SeedVerifier(seed: fileURL(seed)).verify(migrations: migrations.map(fileURL))
+                for note in report.notes { Terminal.error("note: \(note)") }
                 if json {
                     try Terminal.out(json: Report(report))
                 } else if report.isClean {
@@ -52,6 +53,8 @@ extension ReseedCommand.Verify {
         var version: String
         var ok: Bool
         var findings: [Finding]
+        /// ``SeedVerifier/Report/notes``: not failures (`ok` stays true), such as "no content hash".
+        var notes: [String]
 
         init(_ report: SeedVerifier.Report) {
             seed = report.seed
@@ -59,6 +62,7 @@ extension ReseedCommand.Verify {
             version = report.version
             ok = report.isClean
             findings = report.findings.map { Finding(kind: $0.kind, step: $0.step, message: $0.message) }
+            notes = report.notes
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedPackaging
 import ReseedTesting
 import ReseedTestSupport
 import Testing
@@ -62,6 +63,25 @@ import Testing
         #expect(findings.compactMap { $0["kind"] as? String }.sorted() == ["stepAdded", "stepEdited"])
         #expect(findings.compactMap { $0["step"] as? String }.sorted() == ["0002_triage_level.csv", "0009_extra.sql"])
         #expect(result.stderr.contains("2 findings"))
+    }
+
+    @Test func verifyChecksTheContentHashAndNotesItsAbsence() throws {
+        let sandbox = try example()
+        let manifestURL = sandbox.appending("SeedData/triage.manifest.json")
+        var manifest = try SeedManifest.read(from: manifestURL)
+        let recorded = try #require(manifest.contentHash)
+
+        manifest.contentHash = nil
+        try manifest.encoded().write(to: manifestURL)
+        let old = try ReseedBinary.run(["verify", "SeedData"], in: sandbox.url)
+        #expect(old.status == 0, "\(old.stderr)")
+        #expect(old.stderr.contains("note: no content hash"))
+
+        manifest.contentHash = String(repeating: "f", count: 64)
+        try manifest.encoded().write(to: manifestURL)
+        let tampered = try ReseedBinary.run(["verify", "SeedData"], in: sandbox.url)
+        #expect(tampered.status == 1)
+        #expect(tampered.stdout.contains("contentHashMismatch: triage.sqlite has content hash \(recorded), the manifest says \(String(repeating: "f", count: 64))"))
     }
 
     @Test func diffShowsWhatReleaseTwoChanged() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Reseed
 import ReseedPackaging
 import Testing
@@ -43,6 +44,55 @@ import Testing
         try bytes.write(to: result.seedURL)
         let report = try SeedVerifier(seed: result.manifestURL).verify()
         #expect(report.findings.map(\.kind).contains(.checksumMismatch))
+    }
+
+    @Test func builtManifestCarriesTheContentHash() throws {
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        let recorded = try #require(result.manifest.contentHash)
+        #expect(recorded == (try SeedContentHash.compute(path: result.seedURL.path)))
+        #expect(try SeedManifest.read(from: result.manifestURL).contentHash == recorded)
+    }
+
+    @Test func tamperedContentHashIsReportedWithBothHashes() throws {
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        let actual = try #require(result.manifest.contentHash)
+        var manifest = result.manifest
+        manifest.contentHash = String(repeating: "0", count: 64)
+        try manifest.encoded().write(to: result.manifestURL)
+        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        #expect(report.findings.map(\.kind) == [.contentHashMismatch])
+        #expect(report.findings.first?.message.contains(actual) == true)
+        #expect(report.findings.first?.message.contains(String(repeating: "0", count: 64)) == true)
+    }
+
+    @Test func changedRowsUnderAnUnchangedFileHashAreReported() throws {
+        // A seed rewritten with other rows and a manifest updated for its bytes only: the content hash tells.
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        let queue = try DatabaseQueue(path: result.seedURL.path)
+        try queue.write { try $0.execute(sql: "UPDATE parent SET name = 'changed' WHERE id = 1") }
+        try queue.close()
+        var manifest = result.manifest
+        let facts = try FileFacts(path: result.seedURL.path)
+        manifest.size = facts.size
+        manifest.sha256 = facts.sha256
+        try manifest.encoded().write(to: result.manifestURL)
+        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        #expect(report.findings.map(\.kind) == [.contentHashMismatch])
+    }
+
+    @Test func manifestWithoutContentHashIsANoteNotAFinding() throws {
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        var manifest = result.manifest
+        manifest.contentHash = nil
+        try manifest.encoded().write(to: result.manifestURL)
+        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        #expect(report.isClean)
+        #expect(report.notes.count == 1)
+        #expect(report.notes.first?.contains("no content hash") == true)
     }
 
     @Test func manifestOfAnotherVersionIsReported() throws {

@@ -29,6 +29,21 @@ import Testing
         #expect(try decode(String(decoding: Self.valid.encoded(), as: UTF8.self)) == Self.valid)
     }
 
+    @Test func contentHashIsOptionalAndChecked() throws {
+        // A manifest written before content hashes still reads, as format 1.
+        #expect(try decode(String(decoding: Self.valid.encoded(), as: UTF8.self)).contentHash == nil)
+        var hashed = Self.valid
+        hashed.contentHash = String(repeating: "0f", count: 32)
+        let text = String(decoding: hashed.encoded(), as: UTF8.self)
+        #expect(text.contains("\"contentHash\": \"\(String(repeating: "0f", count: 32))\"\n}"))
+        #expect(try decode(text) == hashed)
+        for bad in ["\"ABC\"", "\"\(String(repeating: "0F", count: 32))\"", "42", "null"] {
+            let broken = text.replacingOccurrences(of: "\"\(String(repeating: "0f", count: 32))\"", with: bad)
+            let error = try #require(throws: ReseedError.self) { try decode(broken) }
+            #expect(error.field == "contentHash")
+        }
+    }
+
     @Test(arguments: [
         ("\"../escape.sqlite\"", "file"), ("\"/etc/passwd\"", "file"), ("\"..\"", "file"), ("\"\"", "file"),
         ("\"a\\u0000b\"", "file"), ("\"dir\\\\file\"", "file"),

@@ -16,9 +16,13 @@ import Foundation
 ///   "userVersion": 5,
 ///   "applicationID": 1381188932,
 ///   "pageSize": 4096,
-///   "steps": [{"id": "0001_schema.sql", "checksum": "2c26b4…"}]
+///   "steps": [{"id": "0001_schema.sql", "checksum": "2c26b4…"}],
+///   "contentHash": "5d41a8…"
 /// }
 /// ```
+///
+/// `contentHash` (``contentHash``) is optional: manifests written before it existed still
+/// read, as format 1, and a reader that does not know it ignores it.
 @dynamicMemberLookup
 public struct SeedManifest: Sendable, Hashable {
     /// The manifest format this version of Reseed reads and writes.
@@ -50,11 +54,15 @@ public struct SeedManifest: Sendable, Hashable {
     public var facts: SeedFacts
     /// The migration steps that built the seed, in order.
     public var steps: [Step]
+    /// The seed's ``SeedContentHash``: SHA-256 of its schema and rows, 64 lowercase hex digits;
+    /// nil in a manifest written before `reseed package` recorded it.
+    public var contentHash: String?
 
-    public init(format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step]) {
+    public init(format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step], contentHash: String? = nil) {
         self.format = format
         self.facts = facts
         self.steps = steps
+        self.contentHash = contentHash
     }
 
     /// A field of ``facts`` as the manifest's own: `manifest.version` is `manifest.facts.version`.
@@ -102,7 +110,14 @@ extension SeedManifest {
             throw fields.invalid("format", "unknown manifest format \(format); this Reseed reads format \(currentFormat)")
         }
         let facts = try fields.seedFacts()
-        return SeedManifest(format: Int(format), facts: facts, steps: try fields.steps())
+        let steps = try fields.steps()
+        var contentHash: String?
+        if fields.root["contentHash"] != nil {
+            let text = try fields.string("contentHash")
+            guard isSHA256(text) else { throw fields.invalid("contentHash", "contentHash must be 64 lowercase hex digits") }
+            contentHash = text
+        }
+        return SeedManifest(format: Int(format), facts: facts, steps: steps, contentHash: contentHash)
     }
 
     /// The longest store name, in UTF-8 bytes (128).

@@ -13,7 +13,7 @@ import Reseed
 /// empty. Then `integrity_check` and `foreign_key_check`, the metadata tables,
 /// `user_version` (the last step's number) and `application_id`
 /// (``SeedMetadata/applicationID``), `VACUUM INTO` a second temp file (compact,
-/// in rollback-journal mode), fsync, and a rename into place beside its manifest.
+/// in rollback-journal mode), fsync, its ``SeedContentHash``, and a rename into place beside its manifest.
 /// A failed build removes its temp file and leaves the output folder as it was.
 /// Builds into one folder take turns (an `flock` on the folder itself, no lock file);
 /// each first removes the temp files a killed build left, since the folder ships in the app.
@@ -276,11 +276,12 @@ public struct SeedBuilder: Sendable {
         guard let header = facts.header else {
             throw PackagingError(.integrityCheckFailed, path: path, message: "the built file does not start with a SQLite header")
         }
+        let contentHash = try packaging(path: path) { try SeedContentHash.compute(path: path) }
         let manifest = SeedManifest(
             facts: SeedFacts(
                 name: name, version: version, file: seedName, size: facts.size, sha256: facts.sha256,
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
-            steps: recorded)
+            steps: recorded, contentHash: contentHash)
         try packaging(path: directory.path(seedName)) {
             try directory.rename(temporary, to: seedName)
             try directory.sync()

@@ -6,7 +6,8 @@ import Reseed
 ///
 /// Checks the manifest against the file (size, SHA-256, header fields), runs
 /// `PRAGMA integrity_check` and `foreign_key_check`, compares the embedded
-/// metadata with the manifest, and, given a migrations folder, compares the
+/// metadata with the manifest, recomputes the ``SeedContentHash`` and compares it with
+/// the manifest's `contentHash` (a manifest without one gets a note, not a finding), and, given a migrations folder, compares the
 /// steps recorded in the seed with the steps in the folder: each added,
 /// missing or edited step is a finding. Checksums normalise line endings and a
 /// BOM, so a checkout with CRLF endings is not "edited"; the build reads steps
@@ -23,6 +24,8 @@ public struct SeedVerifier: Sendable {
     public struct Finding: Sendable, Hashable, Codable, CustomStringConvertible {
         public enum Kind: String, Sendable, Hashable, Codable {
             case sizeMismatch, checksumMismatch, headerMismatch, integrity, foreignKeys, metadataMismatch
+            /// The content hash of the seed's schema and rows is not the manifest's `contentHash`.
+            case contentHashMismatch
             /// A step in the folder that the seed was not built with.
             case stepAdded
             /// A step the seed was built with that the folder no longer has.
@@ -45,6 +48,8 @@ public struct SeedVerifier: Sendable {
         public var name: String
         public var version: String
         public var findings: [Finding]
+        /// What is worth knowing but is no failure, such as a manifest written before content hashes.
+        public var notes: [String] = []
         public var isClean: Bool { findings.isEmpty }
     }
 
@@ -97,6 +102,21 @@ public struct SeedVerifier: Sendable {
             add(.metadataMismatch, "the seed has no \(SeedMetadata.tableName) table with a name and version")
         }
 
+        var notes: [String] = []
+        if let expected = manifest.contentHash {
+            do {
+                let actual = try SeedContentHash.compute(path: path)
+                if actual != expected {
+                    add(.contentHashMismatch, "\(manifest.file) has content hash \(actual), the manifest says \(expected)")
+                }
+            } catch {
+                // Unreadable content cannot match: a finding, and the other checks still run.
+                add(.contentHashMismatch, "the content hash of \(manifest.file) cannot be computed (\(error)); the manifest says \(expected)")
+            }
+        } else {
+            notes.append("no content hash: the manifest predates contentHash (run reseed package to record it)")
+        }
+
         if let migrations {
             let folder = try MigrationsFolder(at: migrations)
             let current = try folder.recordedSteps()
@@ -116,7 +136,7 @@ public struct SeedVerifier: Sendable {
                 add(.stepMissing, "step \(step.id) built the seed but is no longer in \(migrations.path)", step: step.id)
             }
         }
-        return Report(seed: path, name: manifest.name, version: manifest.version, findings: findings)
+        return Report(seed: path, name: manifest.name, version: manifest.version, findings: findings, notes: notes)
     }
 
     private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> SeedMetadata? {

@@ -1,0 +1,235 @@
+import Crypto
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// The SHA-256 of a seed's logical content: its schema and every table's rows, independent of
+/// page layout, page size, free pages, text encoding and the SQLite version that wrote the file.
+///
+/// Two seeds with the same content hash hold the same schema and the same rows, value for value
+/// and type for type; `VACUUM`, `VACUUM INTO`, another page size or the same rows inserted in
+/// another order (in a table with a primary key) leave it unchanged. `reseed package` writes it
+/// into the manifest (``SeedManifest/contentHash``) and `reseed verify` checks it. The encoding
+/// it hashes is specified in <doc:ContentHash>; it is version 1 and never changes meaning.
+///
+/// The tables are read one row at a time through a cursor, so memory stays flat whatever their size.
+///
+/// ```swift
+/// let hash = try SeedContentHash.compute(path: "SeedData/triage.sqlite") // 64 lowercase hex digits
+/// ```
+public enum SeedContentHash {
+    /// The version of the canonical encoding, the first thing hashed (`reseed-content-hash 1`).
+    public static let encodingVersion = 1
+
+    /// Hashes the content of the database file at `path`, opened read-only.
+    ///
+    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/verify``) when the file cannot be opened
+    ///   or read as a SQLite database, or a table cannot be read (a virtual table's shadow
+    ///   tables are hashed, never the virtual table).
+    public static func compute(path: String) throws(ReseedError) -> String {
+        try during(.verify, path: path) {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.label = "reseed.contentHash"
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            return try queue.read { db in try compute(db: db) }
+        }
+    }
+
+    /// Hashes the content of the `main` database of `db`, in a read transaction of its own
+    /// when none is open (so every table is read from one snapshot).
+    ///
+    /// - Throws: GRDB's `DatabaseError` when SQLite fails to read the schema or a table.
+    public static func compute(db: Database) throws -> String {
+        var hasher = ContentHasher()
+        if db.isInsideTransaction {
+            try hash(db, into: &hasher)
+        } else {
+            try db.inTransaction(.deferred) {
+                try hash(db, into: &hasher)
+                return .commit
+            }
+        }
+        return hasher.finalize()
+    }
+
+    /// One entry of `sqlite_schema`.
+    struct SchemaObject {
+        var type: String
+        var name: String
+        var table: String
+        var sql: String?
+    }
+
+    private static func hash(_ db: Database, into hasher: inout ContentHasher) throws {
+        hasher.text(Array("reseed-content-hash".utf8))
+        hasher.integer(Int64(encodingVersion))
+        hasher.integer(try Int64.fetchOne(db, sql: "PRAGMA main.user_version") ?? 0)
+        hasher.integer(try Int64.fetchOne(db, sql: "PRAGMA main.application_id") ?? 0)
+
+        let objects = try schema(db)
+        hasher.integer(Int64(objects.count))
+        for object in objects {
+            hasher.text(Array(object.type.utf8))
+            hasher.text(Array(object.name.utf8))
+            hasher.text(Array(object.table.utf8))
+            if let sql = object.sql { hasher.text(Array(sql.utf8)) } else { hasher.null() }
+        }
+
+        let tables = try Row.fetchAll(db, sql: "PRAGMA main.table_list")
+        var kinds: [String: (type: String, withoutRowid: Bool)] = [:]
+        for row in tables {
+            if let name: String = row["name"] { kinds[name] = (row["type"] ?? "", row["wr"] ?? false) }
+        }
+        for object in objects where object.type == "table" {
+            guard let kind = kinds[object.name], kind.type != "virtual" else { continue }
+            try hashRows(of: object.name, withoutRowid: kind.withoutRowid, db, into: &hasher)
+        }
+    }
+
+    /// The schema objects that are content: every table, index, view and trigger of `main`
+    /// but SQLite's own (`sqlite_*`), sorted by the UTF-8 bytes of their names.
+    static func schema(_ db: Database) throws -> [SchemaObject] {
+        try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM main.sqlite_schema")
+            .map { SchemaObject(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
+            .filter { !$0.name.lowercased().hasPrefix("sqlite_") }
+            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
+
+    /// One table: its name, whether rows carry their rowid, its column count, then each row, then an end mark.
+    private static func hashRows(of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher) throws {
+        let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedDatabaseIdentifier))")
+        // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.
+        let stored = columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }
+        let names: [String] = stored.map { $0["name"] ?? "" }
+        let key: [String] = stored
+            .filter { ($0["pk"] as Int? ?? 0) > 0 }
+            .sorted { ($0["pk"] as Int? ?? 0) < ($1["pk"] as Int? ?? 0) }
+            .map { $0["name"] ?? "" }
+        let lowercased = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
+        let rowid = withoutRowid ? nil : ["rowid", "_rowid_", "oid"].first { !lowercased.contains($0) }
+        // Without a primary key, the rowid is the row's identity (as `reseed diff` matches rows) and is hashed.
+        let hashesRowid = key.isEmpty
+        if hashesRowid && rowid == nil {
+            throw DatabaseError(resultCode: .SQLITE_ERROR, message: "table \(table) has no primary key and columns named rowid, _rowid_ and oid hide its rowid: its rows have no order to hash")
+        }
+        // With a key, the rowid only orders rows whose key is NULL, which a rowid table allows.
+        let order = (key.map(\.quotedDatabaseIdentifier) + (rowid.map { [$0] } ?? [])).joined(separator: ", ")
+        let selected = ((hashesRowid ? rowid.map { [$0] } ?? [] : []) + names.map(\.quotedDatabaseIdentifier))
+        let sql = "SELECT \(selected.isEmpty ? "NULL" : selected.joined(separator: ", ")) FROM main.\(table.quotedDatabaseIdentifier) ORDER BY \(order)"
+
+        hasher.text(Array(table.utf8))
+        hasher.integer(hashesRowid ? 1 : 0)
+        hasher.integer(Int64(names.count))
+        let statement = try db.makeStatement(sql: sql)
+        let raw = statement.sqliteStatement
+        let count = Int32(selected.count)
+        while true {
+            let code = sqlite3_step(raw)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else {
+                let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
+                sqlite3_reset(raw)
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+            }
+            hasher.mark(.row)
+            for index in 0..<count { hasher.value(raw, index) }
+        }
+        sqlite3_reset(raw)
+        hasher.mark(.endOfTable)
+    }
+}
+
+/// The canonical encoding of ``SeedContentHash``, fed to SHA-256 through a 64 KiB buffer.
+struct ContentHasher {
+    /// The one-byte tags that start each item; together with the length prefixes they make the encoding prefix-free.
+    enum Tag: UInt8 {
+        case null = 0x00, integer = 0x01, real = 0x02, text = 0x03, blob = 0x04
+        case row = 0x52, endOfTable = 0x45
+    }
+
+    private var sha = SHA256()
+    private var buffer: [UInt8] = []
+    private static let flushSize = 1 << 16
+
+    init() {
+        buffer.reserveCapacity(Self.flushSize + 64)
+    }
+
+    mutating func mark(_ tag: Tag) {
+        buffer.append(tag.rawValue)
+        flushIfFull()
+    }
+
+    mutating func null() { mark(.null) }
+
+    mutating func integer(_ value: Int64) {
+        buffer.append(Tag.integer.rawValue)
+        appendBigEndian(UInt64(bitPattern: value))
+        flushIfFull()
+    }
+
+    mutating func real(_ value: Double) {
+        buffer.append(Tag.real.rawValue)
+        appendBigEndian(value.bitPattern)
+        flushIfFull()
+    }
+
+    mutating func text(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { append(.text, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Column `index` of the current row of `statement`, as its storage class says.
+    mutating func value(_ statement: OpaquePointer, _ index: Int32) {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_INTEGER:
+            integer(sqlite3_column_int64(statement, index))
+        case SQLITE_FLOAT:
+            real(sqlite3_column_double(statement, index))
+        case SQLITE_TEXT:
+            // As UTF-8 whatever the database's encoding; the bytes as stored, never repaired.
+            let pointer = sqlite3_column_text(statement, index)
+            let count = Int(sqlite3_column_bytes(statement, index))
+            append(.text, UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : count))
+        case SQLITE_BLOB:
+            let pointer = sqlite3_column_blob(statement, index)
+            let count = Int(sqlite3_column_bytes(statement, index))
+            append(.blob, UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : count))
+        default:
+            null()
+        }
+    }
+
+    private mutating func append(_ tag: Tag, _ bytes: UnsafeRawBufferPointer) {
+        buffer.append(tag.rawValue)
+        appendBigEndian(UInt64(bytes.count))
+        if bytes.count > Self.flushSize {
+            sha.update(data: buffer)
+            buffer.removeAll(keepingCapacity: true)
+            sha.update(bufferPointer: bytes)
+        } else {
+            buffer.append(contentsOf: bytes)
+            flushIfFull()
+        }
+    }
+
+    private mutating func appendBigEndian(_ value: UInt64) {
+        var bits = value.bigEndian
+        withUnsafeBytes(of: &bits) { buffer.append(contentsOf: $0) }
+    }
+
+    private mutating func flushIfFull() {
+        if buffer.count >= Self.flushSize {
+            sha.update(data: buffer)
+            buffer.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// The digest as 64 lowercase hex digits.
+    mutating func finalize() -> String {
+        sha.update(data: buffer)
+        buffer.removeAll()
+        return sha.finalize().hexString
+    }
+}
