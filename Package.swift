@@ -73,7 +73,9 @@ let package = Package(
             dependencies: ["ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedTestingTests",
-            dependencies: ["ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            // Reseed named too, though ReseedTesting brings it: without it an incremental build kept
+            // these tests compiled against an older LaunchOutcome layout (a crash copying one).
+            dependencies: ["Reseed", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedCLITests",
             dependencies: ["reseed", "ReseedTesting", "ReseedTestSupport", "Reseed", "ReseedPackaging", .product(name: "GRDB", package: "GRDB.swift")],

@@ -47,6 +47,10 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         public static let busy = Code(rawValue: "busy")
         /// SQLite failed outside any one step.
         public static let database = Code(rawValue: "database")
+        /// A database `reseed init --from` cannot turn into steps exactly (a virtual table, say).
+        public static let notImportable = Code(rawValue: "notImportable")
+        /// A file or folder that would be overwritten (`reseed init`'s `reseed.json`, `Migrations/`).
+        public static let alreadyExists = Code(rawValue: "alreadyExists")
     }
 
     /// The most bytes a message keeps (``maxMessageBytes``, 1 KiB): an error quotes its input,

@@ -21,6 +21,38 @@ public enum SeedCheck {
         try SeedVerifier(seed: seed).verify(migrations: migrations).findings.map(\.message)
     }
 
+    /// Checks that a release keeps every seed key the app's user rows may point to: one finding
+    /// per reference whose seed column has values in `old` that `new` no longer has, naming the
+    /// seed table and column, the user column and the keys (the first 20, then how many more).
+    ///
+    /// ```swift
+    /// @Test func releaseKeepsReferencedKeys() throws {
+    ///     let releases = try SeedCheck.releases(in: repo.appending(path: "Releases"))
+    ///     for (old, new) in zip(releases, releases.dropFirst()) {
+    ///         let findings = try SeedCheck.removedReferencedKeys(old: old.fileURL, new: new.fileURL, references: [
+    ///             SeedReference("incident.category_id", to: "injury_category.id")])
+    ///         #expect(findings.isEmpty, "\(findings)")
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - old: The database file of the release the app's users have now.
+    ///   - new: The database file of the release to ship.
+    /// - Returns: every finding, in words; empty when `new` keeps every referenced key.
+    /// - Throws: ``PackagingError`` when a file cannot be opened as a database, or when `old`
+    ///   has no table or column a reference names.
+    public static func removedReferencedKeys(old: URL, new: URL, references: [SeedReference]) throws -> [String] {
+        try SeedDiff.referencedKeys(old: old, new: new, references: references).filter { $0.removed > 0 }.map { entry in
+            let reference = entry.reference
+            let more = entry.removed > entry.keys.count ? " and \(entry.removed - entry.keys.count) more" : ""
+            let why = entry.note.map { " (\($0))" } ?? ""
+            return "\(reference.seedTable).\(reference.seedColumn): the new seed removes \(entry.removed) "
+                + "\(entry.removed == 1 ? "key" : "keys") that \(reference.table).\(reference.column) may point to\(why): "
+                + entry.keys.joined(separator: ", ") + more
+        }
+    }
+
     /// The seeds in `folder`, one subfolder per shipped release (each holding one manifest and its seed),
     /// ordered by version (SemVer precedence; folder name when versions are not SemVer).
     ///

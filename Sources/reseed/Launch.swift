@@ -39,6 +39,8 @@ extension ReseedCommand {
 
         @OptionGroup var store: StoreOptions
 
+        @OptionGroup var user: UserStoreOptions
+
         @Option(help: "How a copied seed is checked: size (O(1) checks) or checksum (adds the full SHA-256).")
         var verify: Verification = .size
 
@@ -73,6 +75,7 @@ extension ReseedCommand {
                 configuration.preferencesURL = store.preferences.map(fileURL)
                 configuration.logger = logging.logger("reseed")
                 configuration.legacyStores = legacyStores.map { Launcher.LegacyStore(storeURL: fileURL($0)) }
+                configuration.userStore = try user.userStore(project, store: store)
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project), configuration: configuration)
                 let (database, outcome) = try launcher.launch()
                 do {
@@ -87,6 +90,7 @@ extension ReseedCommand {
                     try Terminal.out(json: Report(outcome))
                 } else {
                     try Terminal.out(Self.sentence(outcome))
+                    if let line = Self.userStoreLine(outcome) { try Terminal.out(line) }
                 }
             }
         }
@@ -112,6 +116,32 @@ extension ReseedCommand {
             for legacy in outcome.legacyStoresLeftInPlace { text += " A legacy store was left in place at \(legacy.path)." }
             return text
         }
+
+        /// The user store's line of the human output: its file, what this launch did to it, and
+        /// the references left pointing at keys the seed no longer has; nil without a user store.
+        static func userStoreLine(_ outcome: LaunchOutcome) -> String? {
+            guard let url = outcome.userStoreURL else { return nil }
+            var text = "User store at \(url.path)"
+            if outcome.importedTables.isEmpty {
+                text += ", no tables imported"
+            } else {
+                text += ", imported \(UserStoreSummary.describe(outcome.importedTables))"
+            }
+            if !outcome.missingUserTables.isEmpty {
+                text += "; not in the old store: \(outcome.missingUserTables.joined(separator: ", "))"
+            }
+            if !outcome.appliedMigrations.isEmpty {
+                text += "; applied \(outcome.appliedMigrations.joined(separator: ", "))"
+            }
+            text += "."
+            if let aside = outcome.userStoreKeptAside { text += " The user store that was not a database was kept at \(aside.path)." }
+            let orphans = outcome.orphans.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            if !orphans.isEmpty {
+                text += " Rows pointing at keys the seed no longer has: "
+                    + orphans.map { "\($0.value) by \($0.key)" }.joined(separator: ", ") + "."
+            }
+            return text
+        }
     }
 }
 
@@ -132,6 +162,12 @@ extension ReseedCommand.Launch {
         var removedLeftovers: [String]
         @NullWhenNil var adoptedFrom: String?
         var legacyStoresLeftInPlace: [String]
+        @NullWhenNil var userStore: String?
+        var importedTables: [String: Int]
+        var missingUserTables: [String]
+        var appliedMigrations: [String]
+        @NullWhenNil var userStoreKeptAside: String?
+        var orphans: [String: Int]
 
         init(_ launch: LaunchOutcome) {
             outcome = launch.action
@@ -148,6 +184,12 @@ extension ReseedCommand.Launch {
             removedLeftovers = launch.removedLeftovers
             adoptedFrom = launch.adoptedFrom?.path
             legacyStoresLeftInPlace = launch.legacyStoresLeftInPlace.map(\.path)
+            userStore = launch.userStoreURL?.path
+            importedTables = launch.importedTables
+            missingUserTables = launch.missingUserTables
+            appliedMigrations = launch.appliedMigrations
+            userStoreKeptAside = launch.userStoreKeptAside?.path
+            orphans = launch.orphans
         }
     }
 }

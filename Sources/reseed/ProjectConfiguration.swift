@@ -9,7 +9,11 @@ import Reseed
 ///   "version": "2.0.0",
 ///   "migrations": "Migrations",
 ///   "output": "SeedData",
-///   "dataDirectory": ".reseed-data"
+///   "dataDirectory": ".reseed-data",
+///   "userStore": "triage-user",
+///   "userTables": ["incident"],
+///   "userReferences": ["incident.category_id->injury_category.id"],
+///   "userMigrations": "UserMigrations"
 /// }
 /// ```
 /// Every key is optional; relative paths are relative to the file's folder.
@@ -24,6 +28,14 @@ struct ProjectConfiguration {
     var migrations: URL?
     var output: URL?
     var dataDirectory: URL?
+    /// The user store's name (see ``UserStoreOptions``).
+    var userStore: String?
+    /// Tables carried out of a single-file store into the user store; nil when the key is absent.
+    var userTables: [String]?
+    /// User columns that point at seed keys; nil when the key is absent.
+    var userReferences: [SeedReference]?
+    /// The folder of the user store's `*.sql` migrations.
+    var userMigrations: URL?
     /// Where the file was found, nil when there is none.
     var url: URL?
 
@@ -44,9 +56,18 @@ struct ProjectConfiguration {
         func path(_ text: String?) -> URL? {
             text.map { URL(fileURLWithPath: $0, relativeTo: folder).standardizedFileURL }
         }
+        var references: [SeedReference]?
+        if let texts = file.userReferences {
+            do throws(ReseedError) {
+                references = try texts.map { text throws(ReseedError) in try SeedReference(parsing: text) }
+            } catch {
+                throw ConfigurationError(path: url.path, message: "\"userReferences\": \(error.message)")
+            }
+        }
         return ProjectConfiguration(
             name: file.name, version: file.version, migrations: path(file.migrations),
-            output: path(file.output), dataDirectory: path(file.dataDirectory), url: url)
+            output: path(file.output), dataDirectory: path(file.dataDirectory), userStore: file.userStore,
+            userTables: file.userTables, userReferences: references, userMigrations: path(file.userMigrations), url: url)
     }
 
     /// The file's bytes; nil when there is no file (a dangling link counts as none).
@@ -68,6 +89,10 @@ struct ProjectConfiguration {
     private struct File: Decodable {
         enum CodingKeys: String, CodingKey, CaseIterable {
             case name, version, migrations, output, dataDirectory
+            case userStore, userTables, userReferences, userMigrations
+
+            /// The keys whose value is an array of strings; the others are strings.
+            var isList: Bool { self == .userTables || self == .userReferences }
         }
 
         /// Any key of the object, to find one that is not a ``CodingKeys`` case.
@@ -88,6 +113,10 @@ struct ProjectConfiguration {
         var migrations: String?
         var output: String?
         var dataDirectory: String?
+        var userStore: String?
+        var userTables: [String]?
+        var userReferences: [String]?
+        var userMigrations: String?
 
         init(from decoder: any Decoder) throws {
             if let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.first(where: { CodingKeys(stringValue: $0.stringValue) == nil }) {
@@ -103,6 +132,13 @@ struct ProjectConfiguration {
             migrations = try string(.migrations)
             output = try string(.output)
             dataDirectory = try string(.dataDirectory)
+            userStore = try string(.userStore)
+            userMigrations = try string(.userMigrations)
+            func strings(_ key: CodingKeys) throws -> [String]? {
+                container.contains(key) ? try container.decode([String].self, forKey: key) : nil
+            }
+            userTables = try strings(.userTables)
+            userReferences = try strings(.userReferences)
         }
 
         /// What is wrong with the file, by the error `JSONDecoder` threw: the key when there is one.
@@ -126,7 +162,7 @@ struct ProjectConfiguration {
                 return "\(error)"
             }
             guard let key else { return "expected a JSON object" }
-            return "\"\(key)\" must be a string"
+            return CodingKeys(stringValue: key)?.isList == true ? "\"\(key)\" must be an array of strings" : "\"\(key)\" must be a string"
         }
     }
 }

@@ -12,7 +12,7 @@ struct ReseedCommand: AsyncParsableCommand {
             Defaults come from reseed.json in the current folder (see README.md), so in this \
             repository `reseed package` rebuilds the example and `reseed launch` installs it.
             """,
-        subcommands: [Launch.self, Status.self, Package.self, Verify.self, Diff.self, Keygen.self, Publish.self, Update.self])
+        subcommands: [Launch.self, Status.self, Init.self, Package.self, Verify.self, Diff.self, Keygen.self, Publish.self, Update.self])
 
     /// Parses and runs the command; every message, help text included, goes out through ``Terminal``,
     /// so a full disk or a closed pipe is an exit status and a line on stderr, never a crash.

@@ -12,6 +12,10 @@ extension ReseedCommand {
         @Option(help: "The store name, when no seed is given.")
         var name: String?
 
+        @Option(name: .customLong("user-store"), help: ArgumentHelp(
+            "The user store's name, to show it (default: \"userStore\" in reseed.json, without --seed).", valueName: "name"))
+        var userStore: String?
+
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
@@ -47,18 +51,36 @@ extension ReseedCommand {
                 case .corrupt: "corrupt"
                 case .tooLarge: "tooLarge"
                 }
+                // reseed.json's user store goes with its seed, as on launch.
+                let user = try (userStore ?? (store.seed == nil ? project.userStore : nil)).map { name in
+                    try UserStoreSummary.look(name: name, in: dataDirectory)
+                }
                 if json {
                     try Terminal.out(json: Report(
                         name: storeName, recordedVersion: recorded, source: source, shippedVersion: shipped?.version, upToDate: matches,
                         store: storeURL.path, storePresent: size != nil, storeSize: size, preferences: preferences.url.path,
-                        preferencesState: preferencesState))
+                        preferencesState: preferencesState, userStore: user))
                     return
                 }
                 try Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
                 try Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
                 try Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
                 if let matches { try Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
+                if let user { try Terminal.out(Self.lines(user)) }
             }
+        }
+
+        /// The user store's lines of the human output.
+        static func lines(_ user: UserStoreSummary) -> String {
+            var text = "user store: \(user.path) " + (user.size.map { "(\($0) bytes)" } ?? "(missing)")
+            if let problem = user.problem, user.present { text += "\n  unreadable: \(problem)" }
+            if let tables = user.tables {
+                text += "\n  tables:     " + (tables.isEmpty ? "none" : UserStoreSummary.describe(tables))
+            }
+            if let migrations = user.appliedMigrations {
+                text += "\n  migrations: " + (migrations.isEmpty ? "none recorded" : migrations.joined(separator: ", "))
+            }
+            return text
         }
     }
 }
@@ -76,5 +98,7 @@ extension ReseedCommand.Status {
         @NullWhenNil var storeSize: Int64?
         var preferences: String
         var preferencesState: String
+        /// The user store, from --user-store or reseed.json; null when none is configured.
+        @NullWhenNil var userStore: UserStoreSummary?
     }
 }

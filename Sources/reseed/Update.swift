@@ -22,6 +22,8 @@ extension ReseedCommand {
 
         @OptionGroup var store: StoreOptions
 
+        @OptionGroup var user: UserStoreOptions
+
         @Option(help: ArgumentHelp("Seconds a server may stay silent before the update fails.", valueName: "seconds"))
         var timeout: Double = 30
 
@@ -57,6 +59,7 @@ extension ReseedCommand {
                 var launcherConfiguration = Launcher.Configuration()
                 launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
                 launcherConfiguration.logger = logging.logger("reseed")
+                launcherConfiguration.userStore = try user.userStore(project, store: store)
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),
                                         configuration: launcherConfiguration)
                 var configuration = ChannelUpdater.Configuration()
@@ -109,6 +112,14 @@ extension ReseedCommand.Update {
         var downloadedBytes: Int64
         @NullWhenNil var resumedFrom: Int64?
         var store: String
+        @NullWhenNil var userStore: String?
+        var importedTables: [String: Int]
+        var orphans: [String: Int]
+        /// An update opens the user store only to count orphans: it applies no migration and
+        /// moves no user store aside (the next launch does), so these two keep the shape of
+        /// `reseed launch --json` and are always `[]` and `null`.
+        var appliedMigrations: [String] = []
+        @NullWhenNil var userStoreKeptAside: String? = nil
 
         init(_ update: ChannelUpdater.Outcome, channel: URL) {
             outcome = update.action
@@ -120,6 +131,9 @@ extension ReseedCommand.Update {
             downloadedBytes = update.downloadedBytes
             resumedFrom = update.resumedFrom
             store = update.storeURL.path
+            userStore = update.userStoreURL?.path
+            importedTables = update.importedTables
+            orphans = update.orphans
         }
     }
 }

@@ -108,12 +108,7 @@ private final class LineReader: Sendable {
 
     func firstLine(timeout seconds: Double) -> String? {
         Thread.detachNewThread { [self] in
-            var bytes = Data()
-            while !bytes.contains(UInt8(ascii: "\n")) {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                bytes += chunk
-            }
+            let bytes = readToEnd(handle, stopAfterNewline: true)
             line.withLock { $0 = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) }
             done.signal()
         }

@@ -10,8 +10,16 @@ import Testing
 /// objects are one line with every key, sorted, `null` for none.
 @Suite struct JSONShapeTests {
     @Test(arguments: [
-        ("{\"name\": \"x\", \"outptu\": \"SeedData\"}", "unknown key \"outptu\" (known: dataDirectory, migrations, name, output, version)"),
+        ("{\"name\": \"x\", \"outptu\": \"SeedData\"}",
+         "unknown key \"outptu\" (known: dataDirectory, migrations, name, output, userMigrations, userReferences, userStore, userTables, version)"),
         ("{\"name\": 3}", "\"name\" must be a string"),
+        ("{\"userTables\": \"incident\"}", "\"userTables\" must be an array of strings"),
+        ("{\"userTables\": [\"incident\", 2]}", "\"userTables\" must be an array of strings"),
+        ("{\"userStore\": [\"u\"]}", "\"userStore\" must be a string"),
+        ("{\"userReferences\": [\"incident.level_id\"]}",
+         "\"userReferences\": reference 'incident.level_id' is not 'table.column->seedTable.seedColumn'"),
+        ("{\"userReferences\": [\"incident->triage_level.id\"]}",
+         "\"userReferences\": reference 'incident -> triage_level.id': 'incident' is not 'table.column'"),
         ("{\"dataDirectory\": null}", "\"dataDirectory\" must be a string"),
         ("[\"name\"]", "expected a JSON object"),
         ("{\"name\": \n 1,", "not valid JSON: expected a string key at line 2, column 4"),
@@ -48,6 +56,47 @@ import Testing
         #expect(huge.stderr == "reseed: \(file.path): over 65536 bytes: not a configuration file\n")
     }
 
+    /// Every key of `reseed launch --json` and its JSON type, with and without a user store.
+    @Test func launchJSONHasEveryKeyWithItsType() throws {
+        let sandbox = try TemporaryDirectory()
+        let seed = try SeedFixture(name: "items", version: "1.0.0", sql: ["CREATE TABLE item (id INTEGER PRIMARY KEY)"])
+            .build(in: sandbox.appending("seed"))
+        enum Kind: Equatable { case string, stringOrNull, object, array, null }
+        func kind(_ value: Any) -> Kind {
+            switch value {
+            case is NSNull: .null
+            case is String: .string
+            case is [String: Any]: .object
+            case is [Any]: .array
+            default: .null
+            }
+        }
+        let shape: [String: Kind] = [
+            "outcome": .string, "reason": .stringOrNull, "name": .string, "version": .string, "source": .string,
+            "previousVersion": .stringOrNull, "change": .stringOrNull, "store": .string, "verification": .stringOrNull,
+            "preferencesMovedAside": .stringOrNull, "storeKeptAside": .stringOrNull, "removedLeftovers": .array,
+            "adoptedFrom": .stringOrNull, "legacyStoresLeftInPlace": .array, "userStore": .stringOrNull,
+            "importedTables": .object, "missingUserTables": .array, "appliedMigrations": .array,
+            "userStoreKeptAside": .stringOrNull, "orphans": .object,
+        ]
+        for (data, user) in [("plain", [String]()), ("user", ["--user-store", "items-user"])] {
+            let result = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", sandbox.appending(data).path, "--json"] + user)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.split(separator: "\n").count == 1)
+            let object = try jsonObject(result.stdout)
+            #expect(Set(object.keys) == Set(shape.keys))
+            for (key, expected) in shape {
+                let found = object[key].map(kind)
+                #expect(found == expected || (expected == .stringOrNull && (found == .string || found == .null)), "\(key): \(String(describing: object[key]))")
+            }
+            let userStore = sandbox.appending(data).appendingPathComponent("items-user.sqlite").path
+            #expect(object["userStore"] as? String == (user.isEmpty ? nil : userStore))
+            #expect(user.isEmpty ? object["userStore"] is NSNull : true)
+            #expect(object["importedTables"] as? [String: Int] == [:])
+            #expect(object["orphans"] as? [String: Int] == [:])
+        }
+    }
+
     @Test func statusJSONIsOneLineWithEveryKeySortedAndNulls() throws {
         let sandbox = try TemporaryDirectory()
         let data = sandbox.appending("data")
@@ -58,7 +107,7 @@ import Testing
         let preferences = data.appendingPathComponent("preferences.json").path
         #expect(result.stdout == """
             {"name":"items","preferences":"\(preferences)","preferencesState":"missing","recordedVersion":null,\
-            "shippedVersion":null,"source":null,"store":"\(store)","storePresent":false,"storeSize":null,"upToDate":null}
+            "shippedVersion":null,"source":null,"store":"\(store)","storePresent":false,"storeSize":null,"upToDate":null,"userStore":null}
 
             """)
     }

@@ -110,7 +110,7 @@ import Testing
     @Test func launchWithNoFlagsUsesTheRepositoryExample() throws {
         let sandbox = try TemporaryDirectory()
         let root = ReseedBinary.packageRoot
-        for item in ["reseed.json", "SeedData"] {
+        for item in ["reseed.json", "SeedData", "UserMigrations"] {
             try FileManager.default.copyItem(at: root.appendingPathComponent(item), to: sandbox.appending(item))
         }
         let result = try ReseedBinary.run(["launch", "--json"], in: sandbox.url)
@@ -118,10 +118,30 @@ import Testing
         let outcome = try jsonObject(result.stdout)
         #expect(outcome["name"] as? String == "triage")
         #expect(outcome["store"] as? String == sandbox.appending(".reseed-data/triage.sqlite").path)
+        let userStore = sandbox.appending(".reseed-data/triage-user.sqlite")
+        #expect(outcome["userStore"] as? String == userStore.path)
+        #expect(outcome["appliedMigrations"] as? [String] == ["0001_incident.sql"])
         let queue = try DatabaseQueue(path: sandbox.appending(".reseed-data/triage.sqlite").path)
         let categories = try queue.read { try String.fetchAll($0, sql: "SELECT name FROM injury_category ORDER BY name") }
         try queue.close()
         #expect(categories == ["Blunt Trauma", "Burn", "C-Spine", "Cardiac", "Crushing", "Fracture", "Laceration", "Penetration"])
+
+        // The app's incidents live in the user store; a query joins them to the seed's tables as one database.
+        let user = try DatabaseQueue(path: userStore.path)
+        try user.write { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS seed", arguments: [sandbox.appending(".reseed-data/triage.sqlite").path])
+            try db.execute(sql: """
+                INSERT INTO incident (reported_at, level_id, category_id, note)
+                SELECT '2025-01-01T10:00:00Z', l.id, c.id, 'fall from ladder' FROM triage_level l, injury_category c
+                WHERE l.code = (SELECT code FROM triage_level ORDER BY id LIMIT 1) AND c.name = 'Fracture'
+                """)
+        }
+        try user.close()
+        let again = try ReseedBinary.run(["launch"], in: sandbox.url)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stdout.hasSuffix("User store at \(userStore.path), no tables imported.\n"))
+        let status = try ReseedBinary.run(["status"], in: sandbox.url)
+        #expect(status.stdout.contains("  tables:     incident (1 row)\n  migrations: 0001_incident.sql\n"), "\(status.stdout)")
     }
 
     @Test func eightProcessesAtOnceInstallOnce() throws {

@@ -75,11 +75,11 @@ enum ReseedBinary {
         func startReading() {
             if let out {
                 group.enter()
-                startDetachedThread("test-stdout") { self.outData = out.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+                startDetachedThread("test-stdout") { self.outData = readToEnd(out.fileHandleForReading); self.group.leave() }
             }
             if let err {
                 group.enter()
-                startDetachedThread("test-stderr") { self.errData = err.fileHandleForReading.readDataToEndOfFile(); self.group.leave() }
+                startDetachedThread("test-stderr") { self.errData = readToEnd(err.fileHandleForReading); self.group.leave() }
             }
         }
 
@@ -93,6 +93,21 @@ enum ReseedBinary {
             return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                           stderr: String(decoding: errData, as: UTF8.self))
         }
+    }
+}
+
+/// Reads `handle` to its end with `read(2)`, retrying on `EINTR`: Foundation's
+/// `readDataToEndOfFile()` and `availableData` trap (`try!`) on an interrupted read, which a
+/// signal to the test process (a child's SIGCHLD under load) causes now and then.
+func readToEnd(_ handle: FileHandle, stopAfterNewline: Bool = false) -> Data {
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { return data }
+        data.append(contentsOf: buffer[0..<count])
+        if stopAfterNewline, buffer[0..<count].contains(UInt8(ascii: "\n")) { return data }
     }
 }
 

@@ -11,6 +11,20 @@ import Testing
 
 /// `reseed keygen`, `publish` and `update`, run as the built binary against `channel_server.py`.
 @Suite(.timeLimit(.minutes(10))) struct UpdateCommandTests {
+    @Test func keygenRemovesTheTempFileAKilledKeygenLeft() throws {
+        let sandbox = try TemporaryDirectory()
+        let keys = sandbox.appending("keys")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        // What a keygen killed between writing and renaming leaves: a hidden copy of a private key.
+        let leftover = keys.appendingPathComponent(".channel.key.reseed-tmp-00000000deadbeef")
+        try Data("a private key\n".utf8).write(to: leftover)
+        let made = try ReseedBinary.run(["keygen", "--private-key", keys.appendingPathComponent("channel.key").path,
+                                         "--public-key", keys.appendingPathComponent("channel.pub").path])
+        #expect(made.status == 0)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: keys.path).sorted() == ["channel.key", "channel.pub"])
+    }
+
     @Test func keygenRefusesToOverwriteAndMakesThePrivateKey0600() throws {
         let sandbox = try TemporaryDirectory()
         let keys = sandbox.appending("keys")

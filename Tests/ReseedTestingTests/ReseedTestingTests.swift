@@ -102,3 +102,51 @@ import Testing
         #expect(folder.map { FileManager.default.fileExists(atPath: $0.path) } == false)
     }
 }
+
+@Suite struct ReferencedKeyCheckTests {
+    /// A `triage` release with `levels` levels (ids 1…) and the injury categories `categories`.
+    static func release(_ version: String, levels: Int, categories: [Int], in folder: URL) throws -> Seed {
+        try SeedFixture(name: "triage", version: version, sql: [
+            "CREATE TABLE level (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
+            "CREATE TABLE injury_category (id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE)",
+        ])
+        .adding(rows: (1...levels).map { ["id": $0, "name": "level \($0)"] }, to: "level")
+        .adding(rows: categories.map { ["id": $0, "code": "C\($0)"] }, to: "injury_category")
+        .build(in: folder.appendingPathComponent(version))
+    }
+
+    static let references = [
+        SeedReference(table: "incident", column: "level_id", seedTable: "level", seedColumn: "id"),
+        SeedReference(table: "incident", column: "category_code", seedTable: "injury_category", seedColumn: "code"),
+    ]
+
+    @Test func aReleaseThatKeepsEveryReferencedKeyHasNoFinding() throws {
+        let work = try TemporaryDirectory()
+        let old = try Self.release("1.0.0", levels: 3, categories: [1, 2], in: work.url)
+        let new = try Self.release("1.1.0", levels: 4, categories: [1, 2, 3], in: work.url)
+        #expect(try SeedCheck.removedReferencedKeys(old: old.fileURL, new: new.fileURL, references: Self.references) == [])
+    }
+
+    @Test func aReleaseThatRemovesReferencedKeysIsReportedByTableColumnAndKeys() throws {
+        let work = try TemporaryDirectory()
+        let old = try Self.release("1.0.0", levels: 4, categories: Array(1...30), in: work.url)
+        let new = try Self.release("2.0.0", levels: 2, categories: [1], in: work.url)
+        let findings = try SeedCheck.removedReferencedKeys(old: old.fileURL, new: new.fileURL, references: Self.references)
+        // Text keys come in SQLite's order: 'C10' … 'C19', 'C2', 'C20' ….
+        let codes = (2...30).map { "C\($0)" }.sorted().prefix(20).map { "'\($0)'" }.joined(separator: ", ")
+        #expect(findings == [
+            "level.id: the new seed removes 2 keys that incident.level_id may point to: 3, 4",
+            "injury_category.code: the new seed removes 29 keys that incident.category_code may point to: \(codes) and 9 more",
+        ])
+    }
+
+    @Test func aReferenceTheOldReleaseCannotHaveIsAnError() throws {
+        let work = try TemporaryDirectory()
+        let old = try Self.release("1.0.0", levels: 1, categories: [1], in: work.url)
+        let wrong = [SeedReference(table: "incident", column: "unit_id", seedTable: "unit", seedColumn: "id")]
+        let error = #expect(throws: (any Error).self) {
+            try SeedCheck.removedReferencedKeys(old: old.fileURL, new: old.fileURL, references: wrong)
+        }
+        #expect(error.map { "\($0)" } == "\(old.fileURL.path): reference 'incident.unit_id->unit.id': the old seed has no table 'unit'")
+    }
+}

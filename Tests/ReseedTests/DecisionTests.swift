@@ -14,13 +14,15 @@ import Testing
         var embedded: SeedMetadata?
         var movedAside = false
         var forcing: LaunchOutcome.Reason?
+        var holdsUserTables = false
         var expected: Decision
 
         var testDescription: String { label }
 
         func decide() -> Decision {
             Decision.decide(name: "items", version: version, source: source, recorded: recorded, store: store,
-                            embedded: embedded, preferencesMovedAside: movedAside, forcing: forcing)
+                            embedded: embedded, preferencesMovedAside: movedAside, forcing: forcing,
+                            storeHoldsUserTables: holdsUserTables)
         }
     }
 
@@ -31,6 +33,15 @@ import Testing
     }
 
     static let cases: [Case] = [
+        // A user store is configured and the store file still holds the user's tables: replace it, whatever the version.
+        Case(label: "user tables in an up-to-date store", recorded: bundle("2.0.0"), store: .sqlite, holdsUserTables: true,
+             expected: .install(reason: .userDataMoved, previousVersion: "2.0.0")),
+        Case(label: "user tables in a kept download", recorded: download("3.0.0"), store: .sqlite, holdsUserTables: true,
+             expected: .install(reason: .userDataMoved, previousVersion: "3.0.0")),
+        Case(label: "user tables, nothing recorded: the embedded version is the previous one", store: .sqlite,
+             embedded: metadata("1.0.0"), holdsUserTables: true, expected: .install(reason: .userDataMoved, previousVersion: "1.0.0")),
+        Case(label: "forced wins over user tables", recorded: bundle("2.0.0"), store: .sqlite, forcing: .storeInvalid,
+             holdsUserTables: true, expected: .install(reason: .storeInvalid, previousVersion: "2.0.0")),
         // Forced: the store looked up to date but failed to open.
         Case(label: "forced over an up-to-date store", recorded: bundle("2.0.0"), store: .sqlite, forcing: .storeInvalid,
              expected: .install(reason: .storeInvalid, previousVersion: "2.0.0")),

@@ -123,6 +123,23 @@ struct UserStoreLiveTests {
         #expect(try sandbox.temporaryFiles().isEmpty)
     }
 
+    @Test func aNewSeedWithoutAReferencedTableIsRefusedBeforeTheSwap() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try sandbox.seed("1.0.0", rows: 3))
+        let without = try SeedFixture(name: "items", version: "2.0.0", sql: ["CREATE TABLE thing (id INTEGER PRIMARY KEY)"])
+            .build(in: sandbox.directory.appending("no-item"))
+        await #expect {
+            try await store.replace(with: without)
+        } throws: { error in
+            guard let error = error as? ReseedError else { return false }
+            return error.code == .userStoreConflict && error.message.contains("table 'item'") && error.message.contains("note.item_id->item.id")
+        }
+        #expect(store.version == "1.0.0")
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3)
+        // The app still launches: the installed seed is the old one.
+        #expect(try sandbox.labels().count == 3)
+    }
+
     @Test func switchingToAnotherLocationOpensItsOwnUserStore() async throws {
         let sandbox = try LaunchSandbox()
         let seed = try sandbox.seed("1.0.0", rows: 3)

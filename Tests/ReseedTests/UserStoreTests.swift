@@ -115,4 +115,66 @@ struct UserStoreTests {
         #expect(try again.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") } == 50)
         try again.close()
     }
+
+    /// SQLite does not replay it on its own either: this guards the behaviour, not a fix (see the lead's note).
+    @Test func aWALLeftWithoutItsUserStoreIsNotReplayedIntoTheNewOne() throws {
+        let sandbox = try LaunchSandbox()
+        let userStore = try Self.userStore()
+        let launcher = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }
+        let (database, _) = try launcher.launch()
+        try database.write { db in
+            for i in 1...20 { try db.execute(sql: "INSERT INTO note (item_id, text) VALUES (1, ?)", arguments: ["old \(i)"]) }
+        }
+        // The user store is lost but its WAL, holding those rows, stays behind.
+        let wal = try Data(contentsOf: URL(fileURLWithPath: userStoreURL(sandbox).path + "-wal"))
+        #expect(wal.count > 32)
+        try database.close()
+        try FileManager.default.removeItem(at: userStoreURL(sandbox))
+        try wal.write(to: URL(fileURLWithPath: userStoreURL(sandbox).path + "-wal"))
+
+        let (again, outcome) = try launcher.launch()
+        #expect(outcome.appliedMigrations == ["notes"])
+        let (notes, integrity) = try again.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM note"), try String.fetchOne(db, sql: "PRAGMA main.integrity_check"))
+        }
+        #expect(notes == 0)
+        #expect(integrity == "ok")
+        try again.close()
+    }
+
+    @Test func aSeedFileThatFailsToAttachIsInstalledAgainAndTheUserRowsStay() throws {
+        let sandbox = try LaunchSandbox()
+        let userStore = try Self.userStore()
+        let launcher = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }
+        let (database, _) = try launcher.launch()
+        try database.write { try $0.execute(sql: "INSERT INTO note (item_id, text) VALUES (2, 'mine')") }
+        try database.close()
+        // The seed's header stays, its schema page is garbage: it looks up to date and fails to attach.
+        let handle = try FileHandle(forUpdating: sandbox.storeURL)
+        try handle.seek(toOffset: 100)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 3_996))
+        try handle.close()
+
+        let (again, outcome) = try launcher.launch()
+        #expect(outcome.action == .installed)
+        #expect(outcome.reason == .storeInvalid)
+        let joined = try again.read { try String.fetchAll($0, sql: "SELECT note.text || '@' || item.label FROM note JOIN item ON item.id = note.item_id") }
+        #expect(joined == ["mine@1.0.0-2"])
+        try again.close()
+    }
+
+    @Test func aUserStoreThatIsNotADatabaseIsKeptAsideAndANewOneMade() throws {
+        let sandbox = try LaunchSandbox()
+        let userStore = try Self.userStore()
+        let launcher = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }
+        try FileManager.default.createDirectory(at: sandbox.dataDirectory, withIntermediateDirectories: true)
+        try Data("not a database, but the user's".utf8).write(to: userStoreURL(sandbox))
+        let (database, outcome) = try launcher.launch()
+        let aside = try #require(outcome.userStoreKeptAside)
+        #expect(aside.lastPathComponent.hasPrefix("items-user.sqlite.invalid-"))
+        #expect(try String(contentsOf: aside, encoding: .utf8) == "not a database, but the user's")
+        #expect(outcome.appliedMigrations == ["notes"])
+        #expect(try database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") } == 0)
+        try database.close()
+    }
 }

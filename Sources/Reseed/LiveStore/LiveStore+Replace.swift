@@ -68,12 +68,14 @@ extension LiveStore {
         }
         defer { prepared.lock.release() }
         if let userStoreURL = launcher.userStoreURL {
-            // Before anything is held back: a new seed table that a user table would hide is refused.
+            // Before anything is held back: a new seed that a user table would hide, or that lacks a
+            // referenced table or column, is refused.
             do throws(ReseedError) {
                 let names = try await userTableNames(userStoreURL)
                 let seedPath = prepared.directory.path(prepared.temporary)
                 try await offload { () throws(ReseedError) in
-                    try UserStoreSchema.refuseShadowing(userTables: names, seedPath: seedPath, userPath: userStoreURL.path)
+                    try UserStoreSchema.refuseIncompatibleSeed(
+                        userTables: names, references: launcher.configuration.userStore?.references ?? [], seedPath: seedPath, userPath: userStoreURL.path)
                 }
             } catch {
                 _ = try? prepared.directory.remove(prepared.temporary)

@@ -81,6 +81,13 @@ public struct ChannelUpdater: Sendable {
         public var resumedFrom: Int64?
         /// The store file.
         public var storeURL: URL
+        /// The user store's file, when the launcher has one (see ``Launcher/UserStore``).
+        public var userStoreURL: URL?
+        /// The user tables the install copied out of a single-file store (table → rows), as a launch does.
+        public var importedTables: [String: Int] = [:]
+        /// After an update with a user store, per ``SeedReference`` (its description), the user rows
+        /// pointing at a key the new seed no longer has.
+        public var orphans: [String: Int] = [:]
     }
 
     enum Target: Sendable {
@@ -131,6 +138,7 @@ public struct ChannelUpdater: Sendable {
         var outcome = Outcome(
             action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
             notModified: false, downloadedBytes: 0, storeURL: context.storeURL)
+        outcome.userStoreURL = context.launcher.userStoreURL
 
         let conditional = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
         guard let fetched = try await fetchSignedManifest(conditional: conditional) else {
@@ -167,7 +175,7 @@ public struct ChannelUpdater: Sendable {
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false),
                         manifest: manifest.seedManifest(file: downloaded.file))
         do {
-            try await install(seed)
+            (outcome.importedTables, outcome.orphans) = try await install(seed)
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
             if error.code == .verificationFailed { await offload { download.removeFiles() } }
@@ -186,12 +194,21 @@ public struct ChannelUpdater: Sendable {
         return outcome
     }
 
-    private func install(_ seed: Seed) async throws(ReseedError) {
+    /// Installs `seed`; returns the user tables copied out of a single-file store and the orphans per reference.
+    private func install(_ seed: Seed) async throws(ReseedError) -> (imported: [String: Int], orphans: [String: Int]) {
         switch target {
         case .store(let store):
-            try await store.replace(with: seed)
+            return ([:], try await store.replace(with: seed).orphans)
         case .launcher(let launcher):
-            _ = try await offload { () throws(ReseedError) in try launcher.installDownloaded(seed) }
+            return try await offload { () throws(ReseedError) in
+                if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL {
+                    try UserStoreSchema.refuseIncompatibleSeed(
+                        userTables: try UserStoreSchema.ownNames(ofStoreAt: userStoreURL.path), references: userStore.references,
+                        seedPath: seed.fileURL.path, userPath: userStoreURL.path)
+                }
+                let installed = try launcher.installDownloaded(seed)
+                return (installed.importedTables, try launcher.countOrphans(storeFileName: seed.manifest.storeFileName))
+            }
         }
     }
 

@@ -43,6 +43,12 @@ extension Installation {
             step.keptAside = try keepUserStoreAside(userStore)
             userState = .missing
         }
+        if userState == .missing {
+            // Sidecars without their database belong to no store: the new one starts without them.
+            try during(.removeSidecars, path: directory.path(userStore.fileName)) {
+                for suffix in Self.sidecars { try directory.remove(userStore.fileName + suffix) }
+            }
+        }
         guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
         let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
         if userState == .missing {
@@ -61,6 +67,9 @@ extension Installation {
         return step
     }
 
+    /// The files SQLite keeps beside a database.
+    static let sidecars = ["-wal", "-shm", "-journal"]
+
     /// What the user store file is, judged from its first 16 bytes; an empty file is an empty database.
     private func userStoreState(_ userStore: Launcher.UserStore) throws(ReseedError) -> StoreState {
         let state = try StoreState.judging(userStore.fileName, in: directory)
@@ -73,10 +82,11 @@ extension Installation {
     private func keepUserStoreAside(_ userStore: Launcher.UserStore) throws(ReseedError) -> URL {
         let name = "\(userStore.fileName).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
         try during(.openUserStore, path: directory.path(userStore.fileName)) {
-            try directory.renameNoReplace(userStore.fileName, to: name)
-            for suffix in ["-wal", "-shm", "-journal"] where try directory.status(userStore.fileName + suffix) != nil {
+            // The sidecars first: a crash in between leaves the file to be kept aside again.
+            for suffix in Self.sidecars where try directory.status(userStore.fileName + suffix) != nil {
                 try directory.renameNoReplace(userStore.fileName + suffix, to: name + suffix)
             }
+            try directory.renameNoReplace(userStore.fileName, to: name)
             try directory.sync()
         }
         logger.warning("the user store is not a database: kept it aside and starting a new one", metadata: ["at": "\(directory.path(name))"])

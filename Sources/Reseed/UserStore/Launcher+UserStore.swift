@@ -27,16 +27,11 @@ extension Launcher {
         let uri = Self.readOnlyURI(storeURL.path)
         database.prepareDatabase { db in
             do {
-                try db.execute(sql: "ATTACH DATABASE ? AS \(Self.seedSchema)", arguments: [uri])
-                // Reading the schema now: a seed that is not a database fails here, as the seed's failure.
-                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.seedSchema).sqlite_master")
+                try Self.attachSeed(db, uri: uri, path: storeURL.path)
             } catch let error as DatabaseError {
+                // The seed's failure: the launch installs the seed again when it is not a database.
                 seedFailure.withLock { $0 = error }
                 throw error
-            }
-            guard sqlite3_db_readonly(db.sqliteConnection, Self.seedSchema) == 1 else {
-                throw ReseedError(.database, step: .openUserStore, path: storeURL.path,
-                                  message: "this SQLite did not attach the seed read-only (URI file names are off)")
             }
         }
         do {
@@ -50,9 +45,37 @@ extension Launcher {
         }
     }
 
+    /// Per reference, the user rows pointing at a key the installed seed does not have, counted
+    /// through a connection of its own (the store need not be open); empty without a user store,
+    /// references, or a user store file.
+    func countOrphans(storeFileName: String) throws(ReseedError) -> [String: Int] {
+        guard let userStore = configuration.userStore, !userStore.references.isEmpty, let userStoreURL,
+              FileManager.default.fileExists(atPath: userStoreURL.path) else { return [:] }
+        let storePath = dataDirectory.appendingPathComponent(storeFileName, isDirectory: false).path
+        var database = configuration.database
+        let uri = Self.readOnlyURI(storePath)
+        database.prepareDatabase { db in try Self.attachSeed(db, uri: uri, path: storePath) }
+        let queue = try during(.openUserStore, path: userStoreURL.path) { try DatabaseQueue(path: userStoreURL.path, configuration: database) }
+        defer { try? queue.close() }
+        let orphans = try UserStoreSchema.countOrphans(queue, references: userStore.references, path: userStoreURL.path)
+        UserStoreSchema.log(orphans, logger: configuration.logger)
+        return orphans
+    }
+
+    /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema`` and reads its
+    /// schema, so a seed that is not a database fails here; refuses an attachment SQLite made writable.
+    private static func attachSeed(_ db: Database, uri: String, path: String) throws {
+        try db.execute(sql: "ATTACH DATABASE ? AS \(seedSchema)", arguments: [uri])
+        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(seedSchema).sqlite_master")
+        guard sqlite3_db_readonly(db.sqliteConnection, seedSchema) == 1 else {
+            throw ReseedError(.database, step: .openUserStore, path: path,
+                              message: "this SQLite did not attach the seed read-only (URI file names are off)")
+        }
+    }
+
     /// `path` as an SQLite URI opening it read-only and immutable: the seed file is never written
     /// while attached (a new seed is renamed in), so SQLite need not lock it or look for a journal.
-    static func readOnlyURI(_ path: String) -> String {
+    package static func readOnlyURI(_ path: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "/-._~")
         let escaped = path.unicodeScalars.map { scalar -> String in

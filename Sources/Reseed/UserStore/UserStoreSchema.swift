@@ -49,18 +49,23 @@ enum UserStoreSchema {
                     let child: String = crossing["child"], parent: String = crossing["parent"]
                     return "the user table '\(child)' has a foreign key to the seed table '\(parent)': SQLite cannot enforce one across files; drop it in a migration and declare a SeedReference, or turn foreign keys off"
                 }
-                for reference in userStore.references {
-                    if let missing = try missingColumn(reference.table, reference.column, schema: "main", db: db) {
-                        return "reference '\(reference)': the user store has no \(missing)"
-                    }
-                    if let missing = try missingColumn(reference.seedTable, reference.seedColumn, schema: seed, db: db) {
-                        return "reference '\(reference)': the seed has no \(missing)"
-                    }
-                }
-                return nil
+                return try referenceProblem(userStore.references, db: db)
             }
         }
         if let problem { throw ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem) }
+    }
+
+    /// What is wrong with the first reference that names a table or column that does not exist, if one does.
+    private static func referenceProblem(_ references: [SeedReference], db: Database) throws -> String? {
+        for reference in references {
+            if let missing = try missingColumn(reference.table, reference.column, schema: "main", db: db) {
+                return "reference '\(reference)': the user store has no \(missing)"
+            }
+            if let missing = try missingColumn(reference.seedTable, reference.seedColumn, schema: Launcher.seedSchema, db: db) {
+                return "reference '\(reference)': the seed has no \(missing)"
+            }
+        }
+        return nil
     }
 
     /// The user store's own tables and views (not SQLite's).
@@ -68,20 +73,45 @@ enum UserStoreSchema {
         try String.fetchAll(db, sql: "SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
     }
 
-    /// Refuses a seed at `seedPath` that has a table or view named as one of `userTables`.
-    static func refuseShadowing(userTables: [String], seedPath: String, userPath: String) throws(ReseedError) {
-        let seedNames = try during(.checkUserStore, path: seedPath) { () throws -> Set<String> in
-            var configuration = GRDB.Configuration()
-            configuration.readonly = true
-            configuration.label = "reseed.shadow-check"
-            let queue = try DatabaseQueue(path: seedPath, configuration: configuration)
+    /// Refuses, before it replaces the installed seed, a new seed at `seedPath` that has a table or
+    /// view named as one of `userTables` (it would hide the seed's rows), or lacks a table or column
+    /// a reference points at (every launch would then fail on it).
+    static func refuseIncompatibleSeed(userTables: [String], references: [SeedReference], seedPath: String, userPath: String) throws(ReseedError) {
+        let (seedNames, missing) = try during(.checkUserStore, path: seedPath) { () throws -> (Set<String>, String?) in
+            let queue = try DatabaseQueue(path: seedPath, configuration: readOnly("reseed.seed-check"))
             defer { try? queue.close() }
-            return Set(try queue.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')") })
+            return try queue.read { db in
+                let names = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"))
+                for reference in references {
+                    if let missing = try missingColumn(reference.seedTable, reference.seedColumn, schema: "main", db: db) {
+                        return (names, "the new seed has no \(missing), which the reference '\(reference)' points at; changed nothing")
+                    }
+                }
+                return (names, nil)
+            }
         }
         if let name = userTables.first(where: seedNames.contains) {
             throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userPath,
                               message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")
         }
+        if let missing { throw ReseedError(.userStoreConflict, step: .checkUserStore, path: seedPath, message: missing) }
+    }
+
+    /// The user store's own tables and views, read through a connection of its own; none when it does not exist.
+    static func ownNames(ofStoreAt path: String) throws(ReseedError) -> [String] {
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        return try during(.checkUserStore, path: path) {
+            let queue = try DatabaseQueue(path: path, configuration: readOnly("reseed.user-tables"))
+            defer { try? queue.close() }
+            return try queue.read(ownNames)
+        }
+    }
+
+    private static func readOnly(_ label: String) -> GRDB.Configuration {
+        var configuration = GRDB.Configuration()
+        configuration.readonly = true
+        configuration.label = label
+        return configuration
     }
 
     /// "table 'x'" or "column 'x.y'" when `schema` lacks it.
@@ -94,11 +124,18 @@ enum UserStoreSchema {
     }
 
     /// Per reference (its description), the user rows whose non-null value is not a key of the seed.
-    static func countOrphans(_ pool: DatabasePool, references: [SeedReference], path: String) throws(ReseedError) -> [String: Int] {
+    static func countOrphans(_ pool: some DatabaseReader, references: [SeedReference], path: String) throws(ReseedError) -> [String: Int] {
         guard !references.isEmpty else { return [:] }
-        return try during(.checkUserStore, path: path) {
-            try pool.read { db in try countOrphans(db, references: references, seedSchema: Launcher.seedSchema) }
+        let counted: Result<[String: Int], ReseedError> = try during(.checkUserStore, path: path) {
+            try pool.read { db in
+                // A reference to a table or column the new seed no longer has is named, not left to SQLite's message.
+                if let problem = try referenceProblem(references, db: db) {
+                    return .failure(ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem))
+                }
+                return .success(try countOrphans(db, references: references, seedSchema: Launcher.seedSchema))
+            }
         }
+        return try counted.get()
     }
 
     /// Per reference, the rows of `main`'s user table whose non-null value is not in `seedSchema`'s key column.

@@ -60,3 +60,66 @@ struct SQLScript {
         return nil
     }
 }
+
+extension SQLScript {
+    /// The statements a step runs, and whether it is a `sqlite3 … .dump` file.
+    struct Runnable {
+        var statements: ArraySlice<Statement>
+        /// The dump began with `PRAGMA foreign_keys=OFF;`: its rows come table by table, so a row
+        /// may name one that comes later. The builder then checks foreign keys at the step's end.
+        var defersForeignKeys: Bool
+    }
+
+    /// The statements to run, without the wrapper `sqlite3`'s `.dump` writes around its output.
+    ///
+    /// The wrapper is recognised only where `.dump` puts it: an optional `PRAGMA foreign_keys=OFF;`
+    /// then `BEGIN TRANSACTION;` as the first statements, and `COMMIT;` as the last (letter case and
+    /// spaces aside). Everything between runs as written, `DELETE FROM sqlite_sequence;` and
+    /// `INSERT INTO sqlite_sequence …` included. Any other `BEGIN`, `COMMIT`, `END` or `ROLLBACK`
+    /// (but `ROLLBACK TO` a savepoint) is an error naming the file and line: a step runs inside
+    /// the build's own transaction.
+    ///
+    /// - Throws: ``PackagingError/Code/sqlFailed`` naming `path` and the statement's line.
+    func runnable(path: String) throws(PackagingError) -> Runnable {
+        var body = statements[...]
+        var defers = false
+        let shape = body.prefix(2).map { Self.compact($0.sql) }
+        let start = shape.first == "PRAGMAFOREIGN_KEYS=OFF;" && shape.dropFirst().first == "BEGINTRANSACTION;" ? 2
+            : shape.first == "BEGINTRANSACTION;" ? 1 : 0
+        if start > 0, body.count > start, let last = body.last, Self.compact(last.sql) == "COMMIT;" {
+            defers = start == 2
+            body = body.dropFirst(start).dropLast()
+        }
+        for statement in body {
+            if let keyword = Self.transactionKeyword(statement.sql) {
+                throw PackagingError(.sqlFailed, path: path, line: statement.line, message: """
+                    \(keyword) is not allowed in a .sql step: each step runs inside the build's own transaction \
+                    (only the BEGIN TRANSACTION; … COMMIT; that sqlite3's .dump writes around a whole file is accepted)
+                    """)
+            }
+        }
+        return Runnable(statements: body, defersForeignKeys: defers)
+    }
+
+    /// The statement upper-cased without whitespace: how the wrapper's statements are recognised.
+    private static func compact(_ sql: String) -> String {
+        guard sql.utf8.count <= 64 else { return "" }
+        return String(sql.uppercased().unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init))
+    }
+
+    /// `BEGIN`, `COMMIT`, `END` or `ROLLBACK` when the statement starts a transaction or ends one; nil otherwise.
+    private static func transactionKeyword(_ sql: String) -> String? {
+        let words = sql.prefix(64).uppercased().split(whereSeparator: { !($0.isLetter || $0 == "_") }).prefix(3).map(String.init)
+        guard let first = words.first else { return nil }
+        switch first {
+        case "BEGIN", "COMMIT", "END":
+            return first
+        case "ROLLBACK":
+            // ROLLBACK [TRANSACTION] TO savepoint stays inside the transaction.
+            let next = words.dropFirst().first == "TRANSACTION" ? words.dropFirst(2).first : words.dropFirst().first
+            return next == "TO" ? nil : first
+        default:
+            return nil
+        }
+    }
+}

@@ -217,7 +217,11 @@ public struct SeedBuilder: Sendable {
                 switch step.kind {
                 case .sql:
                     // As normalised, as the checksum reads it: see `MigrationStep.checksum(of:)`.
-                    for statement in SQLScript(MigrationStep.normalized(bytes)).statements {
+                    let script = try SQLScript(MigrationStep.normalized(bytes)).runnable(path: path)
+                    // A dump's `PRAGMA foreign_keys=OFF` cannot act inside the step's transaction: its
+                    // rows may still name later ones, and foreign keys are checked before the COMMIT.
+                    if script.defersForeignKeys { try db.execute(sql: "PRAGMA defer_foreign_keys = ON") }
+                    for statement in script.statements {
                         do {
                             try db.execute(sql: statement.sql)
                         } catch let error as DatabaseError {
@@ -226,6 +230,8 @@ public struct SeedBuilder: Sendable {
                                                  message: excerpt(error.message ?? "\(error.resultCode)", limit: 400), databaseError: error)
                         }
                     }
+                    // Violations named now, while the COMMIT could only say that one failed.
+                    if script.defersForeignKeys { try Self.check(db, path: path, after: step) }
                 case .csv:
                     // Parsed in place; the parser reads line ends as the checksum does.
                     var loader = CSVLoader(path: path, table: step.table)

@@ -22,6 +22,7 @@ extension SeedDiff {
         var lines = ["old: \(Self.describe(old))", "new: \(Self.describe(new))", ""]
         if isEmpty {
             lines.append("No differences.")
+            if let referencedKeys { lines += [""] + Self.referencedKeyLines(referencedKeys) }
             return lines.joined(separator: "\n") + "\n"
         }
         if !schema.isEmpty {
@@ -37,8 +38,35 @@ extension SeedDiff {
                 lines += Self.exampleLines(for: table)
             }
         }
+        if let referencedKeys {
+            if lines.last != "" { lines.append("") }
+            lines += Self.referencedKeyLines(referencedKeys)
+        }
         while lines.last == "" { lines.removeLast() }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// One line per reference: the keys the new seed no longer has, or `none`.
+    ///
+    /// ```
+    /// Referenced keys removed:
+    ///   incident.category_id->injury_category.id: 2 (7, 8)
+    ///   incident.level_id->triage_level.id: none
+    /// ```
+    private static func referencedKeyLines(_ entries: [ReferencedKeys]) -> [String] {
+        var lines = ["Referenced keys removed:"]
+        for entry in entries {
+            var line = "  \(entry.reference): "
+            if entry.removed == 0 {
+                line += "none"
+            } else {
+                let more = entry.removed > entry.keys.count ? ", … and \(entry.removed - entry.keys.count) more" : ""
+                line += "\(entry.removed) (\(entry.keys.joined(separator: ", "))\(more))"
+            }
+            if let note = entry.note { line += " [\(note)]" }
+            lines.append(line)
+        }
+        return lines
     }
 
     private static func describe(_ side: Side) -> String {

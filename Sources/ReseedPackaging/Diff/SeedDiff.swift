@@ -141,6 +141,9 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     public var schema: [SchemaChange]
     /// The tables present in both databases whose rows differ, sorted by name.
     public var tables: [TableChange]
+    /// Per reference given, the keys user rows may point to that the new seed no longer has
+    /// (see ``referencedKeys(old:new:references:keyLimit:)``); nil when none were asked for.
+    public var referencedKeys: [ReferencedKeys]? = nil
 
     /// True when neither the schema nor any row differs; the seed names and versions are not considered.
     public var isEmpty: Bool { schema.isEmpty && tables.isEmpty }
@@ -168,27 +171,32 @@ public struct SeedDiff: Sendable, Codable, Equatable {
 
     /// ``compare(old:new:exampleLimit:)`` with untyped throws, as GRDB's closures throw.
     private static func compareOpened(old: URL, new: URL, exampleLimit: Int) throws -> SeedDiff {
+        try readingBoth(old: old, new: new) { oldDB, newDB in
+            let oldSchema = try Failure.attributing(to: old.path) { try SchemaSnapshot.read(oldDB) }
+            let newSchema = try SchemaSnapshot.read(newDB)
+            let comparison = TableComparison(
+                old: oldSchema, new: newSchema, oldPath: old.path, newPath: new.path,
+                exampleLimit: max(0, exampleLimit))
+            return SeedDiff(
+                old: Side(path: old.path, name: oldSchema.seedName, version: oldSchema.seedVersion),
+                new: Side(path: new.path, name: newSchema.seedName, version: newSchema.seedVersion),
+                schema: SchemaSnapshot.changes(from: oldSchema, to: newSchema),
+                tables: try comparison.run(old: oldDB, new: newDB))
+        }
+    }
+
+    /// Opens both files read-only and runs `body` in one read transaction on each, so everything
+    /// it reads is seen at one instant. A SQLite error in `body` is attributed to the new file
+    /// unless `body` attributes it to the old one itself.
+    static func readingBoth<T>(old: URL, new: URL, _ body: (_ old: Database, _ new: Database) throws -> T) throws -> T {
         let oldQueue = try openReadOnly(old)
         defer { try? oldQueue.close() }
         let newQueue = try openReadOnly(new)
         defer { try? newQueue.close() }
-
-        // One read transaction on each side, so the schema and every table are seen at one instant.
         return try Failure.attributing(to: old.path) {
             try oldQueue.read { oldDB in
                 try Failure.attributing(to: new.path) {
-                    try newQueue.read { newDB in
-                        let oldSchema = try Failure.attributing(to: old.path) { try SchemaSnapshot.read(oldDB) }
-                        let newSchema = try SchemaSnapshot.read(newDB)
-                        let comparison = TableComparison(
-                            old: oldSchema, new: newSchema, oldPath: old.path, newPath: new.path,
-                            exampleLimit: max(0, exampleLimit))
-                        return SeedDiff(
-                            old: Side(path: old.path, name: oldSchema.seedName, version: oldSchema.seedVersion),
-                            new: Side(path: new.path, name: newSchema.seedName, version: newSchema.seedVersion),
-                            schema: SchemaSnapshot.changes(from: oldSchema, to: newSchema),
-                            tables: try comparison.run(old: oldDB, new: newDB))
-                    }
+                    try newQueue.read { newDB in try body(oldDB, newDB) }
                 }
             }
         }
@@ -208,7 +216,8 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         return try encoder.encode(self)
     }
 
-    private static func openReadOnly(_ url: URL) throws -> DatabaseQueue {
+    /// Opens `url` read-only; fails naming it when it is missing, a folder or not a database.
+    static func openReadOnly(_ url: URL) throws -> DatabaseQueue {
         let path = url.path
         guard url.isFileURL else { throw Failure.make(path: url.absoluteString, message: "not a file URL") }
         let status: Stat

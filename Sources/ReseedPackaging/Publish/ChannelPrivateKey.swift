@@ -125,6 +125,8 @@ extension ChannelKeyFile {
     static func create(_ url: URL, contents: [UInt8], permissions: FilePermissions, exactly: Bool) throws(ReseedError) {
         try during(.writeKey, path: url.path) {
             let directory = try FileSystem().openDirectory(url.deletingLastPathComponent(), create: true)
+            // A keygen killed while writing left a hidden temp file that may hold a private key: gone first.
+            try directory.removeTemporaryFiles(for: url.lastPathComponent)
             try directory.writeDurably(url.lastPathComponent, permissions: permissions, placement: .noReplace) { file, temporary in
                 if exactly {
                     // A umask such as 0277 would leave a key its owner cannot read; set the mode before any byte is written.

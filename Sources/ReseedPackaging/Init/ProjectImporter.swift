@@ -1,0 +1,206 @@
+import Foundation
+import GRDB
+import Reseed
+import SystemPackage
+
+/// Turns an existing SQLite database into a Reseed project: `reseed.json` and a `Migrations/`
+/// folder whose steps build a seed with the same schema and the same rows, value for value.
+///
+/// The steps, numbered from `0001`:
+/// - `schema.sql`: every `CREATE TABLE`, as the database has it, in the order of creation;
+/// - one data step per table that has rows, parents before children (by foreign key), else by
+///   name: `NNNN_table.csv` where CSV carries every value exactly (its storage type included,
+///   which the column's affinity decides for CSV), else `NNNN_table.sql` of `INSERT`s. Tables whose
+///   foreign keys form a cycle, or name their own rows, share one `.sql` step with foreign keys
+///   checked at its end;
+/// - `sqlite_sequence.sql`: the AUTOINCREMENT counters, when there are any;
+/// - `indexes_views_triggers.sql`: `CREATE INDEX`, `CREATE VIEW`, `CREATE TRIGGER`, last, so no
+///   trigger fires while rows load.
+///
+/// Generated columns are not written (SQLite computes them). Reseed's own tables are left out of
+/// a database that is a seed. Not carried, because the builder sets them: `user_version`,
+/// `application_id` (see ``Result/notCarried``); page size and other storage settings.
+///
+/// Everything is written in a temp folder inside `directory`, then renamed into place: a failure
+/// leaves `directory` as it was.
+///
+/// ```swift
+/// let result = try ProjectImporter(source: URL(fileURLWithPath: "App.sqlite"),
+///                                  directory: URL(fileURLWithPath: "."), name: "App", version: "1.0.0").run()
+/// print(result.steps.map(\.fileName))   // ["0001_schema.sql", "0002_category.csv", …]
+/// ```
+public struct ProjectImporter: Sendable {
+    public var source: URL
+    /// Where `reseed.json` and `Migrations/` are written; it must exist.
+    public var directory: URL
+    public var name: String
+    public var version: String
+
+    /// The name of the folder of steps, and `reseed.json`'s `migrations` and `output` values.
+    public static let migrationsFolder = "Migrations"
+    public static let outputFolder = "SeedData"
+    public static let configurationFile = "reseed.json"
+
+    public init(source: URL, directory: URL, name: String, version: String = "1.0.0") {
+        self.source = source
+        self.directory = directory
+        self.name = name
+        self.version = version
+    }
+
+    /// One step written.
+    public struct Step: Sendable, Hashable {
+        public var fileName: String
+        /// Rows the step loads; 0 for the schema steps.
+        public var rows: Int
+        /// Why a data step is SQL rather than CSV; nil for a CSV step and the schema steps.
+        public var sqlBecause: String?
+    }
+
+    public struct Result: Sendable {
+        public var configurationURL: URL
+        public var migrationsURL: URL
+        public var steps: [Step]
+        /// What the source database has that the seed will not (each with the reason).
+        public var notCarried: [String]
+    }
+
+    /// Reads the source database and writes the project.
+    ///
+    /// - Throws: ``PackagingError``: ``PackagingError/Code/alreadyExists`` naming `reseed.json` or
+    ///   `Migrations/` when either is there; ``PackagingError/Code/notImportable`` naming what cannot
+    ///   be carried; `invalidArgument` for a bad name or version, or a source that is not a
+    ///   regular file holding a SQLite database.
+    public func run() throws(PackagingError) -> Result {
+        guard SeedManifest.isValidStoreName(name) else {
+            throw PackagingError(.invalidArgument, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        if let problem = SeedManifest.versionProblem(version) {
+            throw PackagingError(.invalidArgument, message: "seed version: \(problem)")
+        }
+        let folder = try packaging(path: directory.path) { try FileSystem().openDirectory(directory, create: false) }
+        try refuseExisting(in: folder)
+        try checkSource()
+        let temporary = ".reseed-init-" + UUID().uuidString
+        try packaging(path: folder.path(temporary)) { try Syscalls.mkdirat(folder.fd, temporary, FilePermissions(rawValue: 0o755)) }
+        defer { try? FileManager.default.removeItem(atPath: folder.path(temporary)) }
+        let work = try packaging(path: folder.path(temporary)) { try FileSystem().openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
+        let (steps, notCarried) = try writeSteps(into: work)
+        try writeConfiguration(into: work)
+        try packaging(path: directory.path) {
+            try work.move(Self.migrationsFolder, to: folder, as: Self.migrationsFolder)
+            do {
+                try work.move(Self.configurationFile, to: folder, as: Self.configurationFile)
+            } catch {
+                try? folder.move(Self.migrationsFolder, to: work, as: Self.migrationsFolder)
+                throw error
+            }
+            try folder.sync()
+        }
+        return Result(
+            configurationURL: directory.appendingPathComponent(Self.configurationFile),
+            migrationsURL: directory.appendingPathComponent(Self.migrationsFolder), steps: steps, notCarried: notCarried)
+    }
+
+    private func refuseExisting(in folder: Directory) throws(PackagingError) {
+        for name in [Self.configurationFile, Self.migrationsFolder] {
+            let status = try packaging(path: folder.path(name)) { try folder.status(name) }
+            if status != nil {
+                throw PackagingError(.alreadyExists, path: folder.path(name), message: "already exists: reseed init writes a new project and never overwrites one")
+            }
+        }
+    }
+
+    /// Opens the source as the library opens its inputs (never blocking on a FIFO, a regular file
+    /// only) and checks that it starts with the SQLite header.
+    private func checkSource() throws(PackagingError) {
+        let path = source.path
+        do {
+            let file = try FileSystem.openRegularFile(path)
+            let header = try Syscalls.pread(file.raw, count: 16, at: 0)
+            guard header == Array("SQLite format 3\0".utf8) else {
+                throw PackagingError(.invalidArgument, path: path, message: "not a SQLite database (its first bytes are not the SQLite header)")
+            }
+        } catch let failure as FileSystemFailure {
+            throw PackagingError(.invalidArgument, path: path, message: "cannot read the database: \(failure.reason ?? failure.summary)", errno: failure.errno)
+        } catch let error as Errno {
+            throw PackagingError(.io, path: path, message: "cannot read the database", errno: error)
+        } catch {
+            throw PackagingError.wrapping(error, path: path)
+        }
+    }
+
+    private func writeSteps(into work: Directory) throws(PackagingError) -> ([Step], [String]) {
+        let path = source.path
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "reseed.init"
+        let queue = try packaging(path: path) { try DatabaseQueue(path: path, configuration: configuration) }
+        defer { try? queue.close() }
+        let migrations = try packaging(path: work.path(Self.migrationsFolder)) {
+            try Syscalls.mkdirat(work.fd, Self.migrationsFolder, FilePermissions(rawValue: 0o755))
+            return try FileSystem().openDirectory(work.url.appendingPathComponent(Self.migrationsFolder), create: false)
+        }
+        return try packaging(path: path) {
+            // One read transaction: the steps see one state of the database.
+            try queue.read { db in
+                let schema = try SourceSchema.read(db, path: path)
+                let order = schema.loadingOrder()
+                let width = max(4, String(order.count + 3).count)
+                var next = 1
+                func number() -> String {
+                    defer { next += 1 }
+                    let digits = String(next)
+                    return String(repeating: "0", count: width - digits.count) + digits
+                }
+                var steps: [Step] = []
+                let schemaFile = try StepFile("\(number())_schema.sql", in: migrations)
+                for table in schema.tables { try schemaFile.append(table.sql + ";\n") }
+                try schemaFile.flush()
+                steps.append(Step(fileName: schemaFile.name, rows: 0))
+                let export = TableExport(db: db, values: try ValueText(db), directory: migrations)
+                for group in order {
+                    let label = number()
+                    if let written = try export.write(group, number: label) {
+                        steps.append(Step(fileName: written.fileName, rows: written.rows, sqlBecause: written.sqlBecause))
+                    } else {
+                        next -= 1
+                    }
+                }
+                if !schema.sequences.isEmpty {
+                    let file = try StepFile("\(number())_sqlite_sequence.sql", in: migrations)
+                    try file.append("DELETE FROM sqlite_sequence;\n")
+                    for (table, value) in schema.sequences {
+                        try file.append("INSERT INTO sqlite_sequence(name, seq) VALUES(\(ValueText.sqlText(Array(table.utf8))), \(export.values.sqlLiteral(value)));\n")
+                    }
+                    try file.flush()
+                    steps.append(Step(fileName: file.name, rows: 0))
+                }
+                if !schema.laterObjects.isEmpty {
+                    let file = try StepFile("\(number())_indexes_views_triggers.sql", in: migrations)
+                    for sql in schema.laterObjects { try file.append(sql + ";\n") }
+                    try file.flush()
+                    steps.append(Step(fileName: file.name, rows: 0))
+                }
+                return (steps, schema.notCarried)
+            }
+        }
+    }
+
+    private func writeConfiguration(into work: Directory) throws(PackagingError) {
+        struct File: Encodable {
+            var name: String
+            var version: String
+            var migrations: String
+            var output: String
+        }
+        try packaging(path: work.path(Self.configurationFile)) {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = try encoder.encode(File(name: name, version: version, migrations: Self.migrationsFolder, output: Self.outputFolder))
+            let file = try StepFile(Self.configurationFile, in: work)
+            try file.append(data + Data("\n".utf8))
+            try file.flush()
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import GRDB
+import Reseed
+
+/// The schema of a database `reseed init --from` turns into steps, checked to be carried exactly.
+struct SourceSchema {
+    struct Column {
+        var name: String
+        var affinity: Affinity
+    }
+
+    struct Table {
+        var name: String
+        var sql: String
+        /// The columns a row is written with: generated columns are left out (SQLite computes them).
+        var columns: [Column]
+        var hasRowid: Bool
+        /// Whether an `INTEGER PRIMARY KEY` column holds the rowid, so the rows carry it.
+        var rowidIsColumn: Bool
+        /// The tables this one's foreign keys name (other than itself), lowercased.
+        var parents: Set<String>
+        var referencesItself: Bool
+    }
+
+    /// Tables in the order they were created (`sqlite_schema` order).
+    var tables: [Table]
+    /// `CREATE INDEX`, `CREATE VIEW` and `CREATE TRIGGER` statements, in that order, each kind as created.
+    var laterObjects: [String]
+    /// `sqlite_sequence` rows of the tables carried, by table name.
+    var sequences: [(table: String, value: StoredValue)]
+    /// What the steps do not carry, for the user to know (the builder sets these itself).
+    var notCarried: [String]
+
+    /// Reads and checks the schema of the database `db` is connected to.
+    ///
+    /// - Throws: ``PackagingError/Code/notImportable`` naming the table or object that cannot be
+    ///   carried exactly: a virtual table, a Reseed table in a database that is not a seed, a
+    ///   `CREATE` statement with a CR, rows that break a foreign key.
+    static func read(_ db: Database, path: String) throws(PackagingError) -> SourceSchema {
+        try packaging(path: path) {
+            let applicationID = try Int32.fetchOne(db, sql: "PRAGMA main.application_id") ?? 0
+            let isSeed = applicationID == SeedMetadata.applicationID || (try? SeedMetadata.read(db)) != nil
+            let reseedTables: Set<String> = [SeedMetadata.tableName, SeedMetadata.stepsTableName]
+            var schema = SourceSchema(tables: [], laterObjects: [], sequences: [], notCarried: [])
+            var indexes: [String] = [], views: [String] = [], triggers: [String] = []
+            let objects = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY rowid")
+            var strict: [String: Bool] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT name, strict FROM pragma_table_list WHERE schema = 'main'") {
+                strict[(row["name"] as String? ?? "").lowercased()] = row["strict"] ?? false
+            }
+            for row in objects {
+                let type: String = row["type"] ?? ""
+                let name: String = row["name"] ?? ""
+                let owner: String = row["tbl_name"] ?? ""
+                guard let sql: String = row["sql"] else { continue }  // automatic indexes come with their table
+                let lowered = name.lowercased()
+                if lowered.hasPrefix("sqlite_") || owner.lowercased().hasPrefix("sqlite_") { continue }
+                if reseedTables.contains(lowered) || reseedTables.contains(owner.lowercased()) {
+                    if isSeed { continue }
+                    throw PackagingError(.notImportable, path: path, message: "\(type) '\(name)' has a name Reseed's own metadata uses, in a database that is not a seed: rename it first")
+                }
+                if sql.utf8.contains(0x0D) {
+                    throw PackagingError(.notImportable, path: path, message: "the CREATE statement of \(type) '\(excerpt(name))' contains a CR, which a .sql step cannot carry (steps are read with LF line ends)")
+                }
+                switch type {
+                case "table":
+                    if sql.uppercased().hasPrefix("CREATE VIRTUAL") {
+                        throw PackagingError(.notImportable, path: path, message: "table '\(excerpt(name))' is a virtual table: its rows live in its module's own tables, which steps cannot carry exactly; drop it in a copy of the database, and create and fill it in a .sql step")
+                    }
+                    schema.tables.append(try table(name, sql: sql, strict: strict[lowered] ?? false, db))
+                case "index": indexes.append(sql)
+                case "view": views.append(sql)
+                case "trigger": triggers.append(sql)
+                default: continue
+                }
+            }
+            schema.laterObjects = indexes + views + triggers
+            let carried = Set(schema.tables.map { $0.name.lowercased() })
+            for table in schema.tables {
+                let violation = try Row.fetchOne(db, sql: "SELECT rowid, parent FROM pragma_foreign_key_check(?) LIMIT 1", arguments: [table.name])
+                if let violation {
+                    let rowid = (violation["rowid"] as Int64?).map { "rowid \($0)" } ?? "a row"
+                    throw PackagingError(.notImportable, path: path, message: "table '\(excerpt(table.name))': \(rowid) names a missing row of '\(excerpt(violation["parent"] as String? ?? "?"))' (foreign_key_check), and every step of a build must pass foreign_key_check: fix the row first")
+                }
+            }
+            if try db.tableExists("sqlite_sequence") {
+                try forEachRow(db, "SELECT name, seq FROM main.sqlite_sequence ORDER BY rowid") { handle in
+                    if case .text(let name) = StoredValue(handle, column: 0) {
+                        let table = String(decoding: name, as: UTF8.self)
+                        if carried.contains(table.lowercased()) { schema.sequences.append((table, StoredValue(handle, column: 1))) }
+                    }
+                    return true
+                }
+            }
+            let userVersion = try Int32.fetchOne(db, sql: "PRAGMA main.user_version") ?? 0
+            if userVersion != 0 && !isSeed {
+                schema.notCarried.append("user_version \(userVersion): a seed's user_version is the number of its last step")
+            }
+            if applicationID != 0 && !isSeed {
+                schema.notCarried.append("application_id \(applicationID): a seed's application_id is Reseed's (\(SeedMetadata.applicationID))")
+            }
+            if try db.tableExists("sqlite_stat1") {
+                schema.notCarried.append("ANALYZE statistics (sqlite_stat1): add a step that runs ANALYZE to keep them")
+            }
+            return schema
+        }
+    }
+
+    private static func table(_ name: String, sql: String, strict: Bool, _ db: Database) throws -> Table {
+        let columns = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid", arguments: [name])
+        let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? false
+        let key = columns.filter { ($0["pk"] as Int? ?? 0) > 0 }
+        let rowidIsColumn = !withoutRowid && key.count == 1 && (key[0]["type"] as String? ?? "").uppercased() == "INTEGER"
+        var parents = Set<String>()
+        for row in try Row.fetchAll(db, sql: "SELECT DISTINCT \"table\" FROM pragma_foreign_key_list(?)", arguments: [name]) {
+            if let parent: String = row["table"] { parents.insert(parent.lowercased()) }
+        }
+        let itself = parents.remove(name.lowercased()) != nil
+        return Table(
+            name: name, sql: sql,
+            columns: columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }.map {
+                Column(name: $0["name"] ?? "", affinity: Affinity(declaredType: $0["type"] ?? "", strict: strict))
+            },
+            hasRowid: !withoutRowid, rowidIsColumn: rowidIsColumn, parents: parents, referencesItself: itself)
+    }
+
+    /// The tables in loading order, grouped where their foreign keys form a cycle: parents before
+    /// children, and by name where foreign keys leave the order free.
+    ///
+    /// A group of more than one table, or a table that names itself, is loaded by one step with
+    /// foreign keys deferred to its end (its rows may name rows that come later).
+    func loadingOrder() -> [[Table]] {
+        let byName = Dictionary(tables.map { ($0.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        let groups = stronglyConnected(byName)
+        var groupOf: [String: Int] = [:]
+        for (index, group) in groups.enumerated() { for name in group { groupOf[name] = index } }
+        // Each group's parents among the other groups.
+        let needs: [Set<Int>] = groups.enumerated().map { index, group in
+            Set(group.flatMap { byName[$0]?.parents ?? [] }.compactMap { groupOf[$0] }.filter { $0 != index })
+        }
+        let label = groups.map { $0.min() ?? "" }
+        var done = Set<Int>()
+        var order: [[Table]] = []
+        while done.count < groups.count {
+            let ready = groups.indices.filter { !done.contains($0) && needs[$0].isSubset(of: done) }
+            // A cycle between groups cannot happen (they are components); `ready` is never empty.
+            guard let next = ready.min(by: { label[$0] < label[$1] }) else { break }
+            done.insert(next)
+            order.append(groups[next].sorted().compactMap { byName[$0] })
+        }
+        return order
+    }
+
+    /// Tarjan's strongly connected components of the foreign-key graph, by lowercased name.
+    private func stronglyConnected(_ byName: [String: Table]) -> [[String]] {
+        var index = 0
+        var indices: [String: Int] = [:], lowlinks: [String: Int] = [:]
+        var stack: [String] = [], onStack = Set<String>()
+        var components: [[String]] = []
+        func visit(_ name: String) {
+            indices[name] = index
+            lowlinks[name] = index
+            index += 1
+            stack.append(name)
+            onStack.insert(name)
+            for parent in (byName[name]?.parents ?? []).sorted() where byName[parent] != nil {
+                if indices[parent] == nil {
+                    visit(parent)
+                    lowlinks[name] = min(lowlinks[name] ?? 0, lowlinks[parent] ?? 0)
+                } else if onStack.contains(parent) {
+                    lowlinks[name] = min(lowlinks[name] ?? 0, indices[parent] ?? 0)
+                }
+            }
+            if lowlinks[name] == indices[name] {
+                var component: [String] = []
+                while let top = stack.popLast() {
+                    onStack.remove(top)
+                    component.append(top)
+                    if top == name { break }
+                }
+                components.append(component)
+            }
+        }
+        for name in byName.keys.sorted() where indices[name] == nil { visit(name) }
+        return components
+    }
+}
