@@ -62,11 +62,15 @@ extension Launcher {
         return orphans
     }
 
-    /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema`` and reads its
-    /// schema, so a seed that is not a database fails here; refuses an attachment SQLite made writable.
+    /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema`` and, on a
+    /// connection that may write, reads its schema, so a seed that is not a database fails here;
+    /// refuses an attachment SQLite made writable.
     private static func attachSeed(_ db: Database, uri: String, path: String) throws {
         try db.execute(sql: "ATTACH DATABASE ? AS \(seedSchema)", arguments: [uri])
-        _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(seedSchema).sqlite_master")
+        // Once per pool, on its writer (opened first): a seed that is not a database fails here.
+        if !db.configuration.readonly {
+            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(seedSchema).sqlite_master")
+        }
         guard sqlite3_db_readonly(db.sqliteConnection, seedSchema) == 1 else {
             throw ReseedError(.database, step: .openUserStore, path: path,
                               message: "this SQLite did not attach the seed read-only (URI file names are off)")
@@ -89,8 +93,16 @@ extension Launcher {
     /// the seed, and after an install counts the user rows each reference leaves without a key.
     func finishOpening(_ pool: DatabasePool, outcome: inout LaunchOutcome) throws(ReseedError) {
         guard let userStore = configuration.userStore, let userStoreURL else { return }
-        outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, path: userStoreURL.path)
-        try UserStoreSchema.check(pool, userStore: userStore, path: userStoreURL.path, foreignKeys: configuration.database.foreignKeysEnabled)
+        let foreignKeys = configuration.database.foreignKeysEnabled
+        // Up to date, one read: the migrations applied and the checks.
+        var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: userStoreURL.path, foreignKeys: foreignKeys)
+        outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: userStoreURL.path)
+        if !outcome.appliedMigrations.isEmpty {
+            inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: userStoreURL.path, foreignKeys: foreignKeys)
+        }
+        if let problem = inspection.problem {
+            throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userStoreURL.path, message: problem)
+        }
         if outcome.action == .installed {
             outcome.orphans = try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
             UserStoreSchema.log(outcome.orphans, logger: configuration.logger)

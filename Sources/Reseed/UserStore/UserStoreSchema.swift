@@ -5,14 +5,54 @@ import Logging
 /// The user store's schema against the seed's: the app's migrations, the names the two share,
 /// the references into the seed.
 enum UserStoreSchema {
-    /// Runs the app's migrator on the user store; returns the migrations it applied, in order.
+    /// What one read of a user store's pool finds: the app's migrations already applied, and the
+    /// first reason the user store cannot be used with the seed, if there is one.
+    struct Inspection {
+        var applied: Set<String>
+        var problem: String?
+    }
+
+    /// Reads, in one transaction of few statements (this is on every launch's path), the applied
+    /// migrations and what ``check`` refuses: a user table or view with the name of a seed table or
+    /// view (it would hide the seed's rows), a foreign key of a user table to a seed table while
+    /// foreign keys are enforced (SQLite cannot check one across files), a reference naming a table
+    /// or column that does not exist.
+    static func inspect(_ pool: DatabasePool, userStore: Launcher.UserStore, path: String, foreignKeys: Bool) throws(ReseedError) -> Inspection {
+        let seed = Launcher.seedSchema
+        return try during(.checkUserStore, path: path) {
+            try pool.read { db in
+                let applied = userStore.migrator.migrations.isEmpty ? [] : try userStore.migrator.appliedIdentifiers(db)
+                if let name = try String.fetchOne(db, sql: """
+                    SELECT name FROM main.sqlite_master
+                    WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
+                      AND name IN (SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view'))
+                    ORDER BY name LIMIT 1
+                    """) {
+                    return Inspection(applied: applied, problem:
+                        "the user store's table '\(name)' has the name of the seed's table '\(seed).\(name)', whose rows it would hide; rename it in a migration")
+                }
+                if foreignKeys, let crossing = try Row.fetchOne(db, sql: """
+                    SELECT m.name AS child, f."table" AS parent FROM main.sqlite_master m, pragma_foreign_key_list(m.name, 'main') f
+                    WHERE m.type = 'table' AND f."table" NOT IN (SELECT name FROM main.sqlite_master WHERE type = 'table')
+                      AND f."table" IN (SELECT name FROM \(seed).sqlite_master WHERE type = 'table')
+                    ORDER BY m.name LIMIT 1
+                    """) {
+                    let child: String = crossing["child"], parent: String = crossing["parent"]
+                    return Inspection(applied: applied, problem:
+                        "the user table '\(child)' has a foreign key to the seed table '\(parent)': SQLite cannot enforce one across files; drop it in a migration and declare a SeedReference, or turn foreign keys off")
+                }
+                return Inspection(applied: applied, problem: try referenceProblem(userStore.references, db: db))
+            }
+        }
+    }
+
+    /// Runs the app's migrator on the user store when `applied` lacks some of its migrations;
+    /// returns the migrations it applied, in order.
     ///
     /// - Throws: ``ReseedError`` (step `migrateUserStore`) naming the migration that failed. Each
     ///   GRDB migration is a transaction of its own: the failing one is rolled back, those before
     ///   it stay applied.
-    static func migrate(_ pool: DatabasePool, with migrator: DatabaseMigrator, path: String) throws(ReseedError) -> [String] {
-        guard !migrator.migrations.isEmpty else { return [] }
-        let before = try during(.migrateUserStore, path: path) { try pool.read { try migrator.appliedIdentifiers($0) } }
+    static func migrate(_ pool: DatabasePool, with migrator: DatabaseMigrator, applied before: Set<String>, path: String) throws(ReseedError) -> [String] {
         if migrator.migrations.allSatisfy(before.contains) { return [] }
         do {
             try migrator.migrate(pool)
@@ -26,37 +66,19 @@ enum UserStoreSchema {
         return migrator.migrations.filter { !before.contains($0) }
     }
 
-    /// Refuses a user store that would hide seed rows or that a reference cannot be counted in.
-    ///
-    /// - Throws: ``ReseedError/Code/userStoreConflict`` (step `checkUserStore`) when a user table
-    ///   or view has the name of a seed table or view, when a foreign key of a user table points at
-    ///   a seed table while foreign keys are enforced (SQLite cannot check one across files), or when
-    ///   a reference names a table or column that does not exist.
-    static func check(_ pool: DatabasePool, userStore: Launcher.UserStore, path: String, foreignKeys: Bool) throws(ReseedError) {
-        let seed = Launcher.seedSchema
-        let problem: String? = try during(.checkUserStore, path: path) {
-            try pool.read { db -> String? in
-                let seedNames = Set(try String.fetchAll(db, sql: "SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view')"))
-                if let name = try ownNames(db).first(where: seedNames.contains) {
-                    return "the user store's table '\(name)' has the name of the seed's table '\(seed).\(name)', whose rows it would hide; rename it in a migration"
-                }
-                if foreignKeys, let crossing = try Row.fetchOne(db, sql: """
-                    SELECT m.name AS child, f."table" AS parent FROM main.sqlite_master m, pragma_foreign_key_list(m.name, 'main') f
-                    WHERE m.type = 'table' AND f."table" NOT IN (SELECT name FROM main.sqlite_master WHERE type = 'table')
-                      AND f."table" IN (SELECT name FROM \(seed).sqlite_master WHERE type = 'table')
-                    ORDER BY m.name
-                    """) {
-                    let child: String = crossing["child"], parent: String = crossing["parent"]
-                    return "the user table '\(child)' has a foreign key to the seed table '\(parent)': SQLite cannot enforce one across files; drop it in a migration and declare a SeedReference, or turn foreign keys off"
-                }
-                return try referenceProblem(userStore.references, db: db)
-            }
-        }
-        if let problem { throw ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem) }
-    }
-
     /// What is wrong with the first reference that names a table or column that does not exist, if one does.
+    ///
+    /// One statement looks up every side of every reference (`pragma_table_xinfo`); only when one
+    /// is missing are they looked at one by one, to say which table or column.
     private static func referenceProblem(_ references: [SeedReference], db: Database) throws -> String? {
+        guard !references.isEmpty else { return nil }
+        let sides = references.flatMap { [($0.table, $0.column, "main"), ($0.seedTable, $0.seedColumn, Launcher.seedSchema)] }
+        let values = Array(repeating: "(?, ?, ?)", count: sides.count).joined(separator: ", ")
+        let anyMissing = try Bool.fetchOne(db, sql: """
+            WITH side(t, c, s) AS (VALUES \(values))
+            SELECT count(*) > 0 FROM side WHERE NOT EXISTS (SELECT 1 FROM pragma_table_xinfo(side.t, side.s) x WHERE x.name = side.c)
+            """, arguments: StatementArguments(sides.flatMap { [$0.0, $0.1, $0.2] })) ?? false
+        guard anyMissing else { return nil }
         for reference in references {
             if let missing = try missingColumn(reference.table, reference.column, schema: "main", db: db) {
                 return "reference '\(reference)': the user store has no \(missing)"
