@@ -177,4 +177,31 @@ struct UserStoreTests {
         #expect(try database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") } == 0)
         try database.close()
     }
+
+    /// An up-to-date launch skips the checks only while nothing they depend on changed.
+    @Test func anUpToDateLaunchChecksAgainWhenTheReferencesOrTheUserSchemaChange() throws {
+        let sandbox = try LaunchSandbox()
+        let seed = try sandbox.seed("1.0.0", rows: 3)
+        let (database, _) = try sandbox.launcher(seed) { $0.userStore = try? Self.userStore() }.launch()
+        try database.close()
+        // Up to date and unchanged: the checks passed before and are skipped; it opens.
+        let (again, outcome) = try sandbox.launcher(seed) { $0.userStore = try? Self.userStore() }.launch()
+        #expect(outcome.action == .upToDate)
+        // A table created outside the migrator with a seed table's name changes the schema version.
+        try again.write { try $0.execute(sql: "CREATE TABLE item (id INTEGER PRIMARY KEY)") }
+        try again.close()
+        #expect {
+            try sandbox.launcher(seed) { $0.userStore = try? Self.userStore() }.launch()
+        } throws: { ($0 as? ReseedError)?.code == .userStoreConflict && "\($0)".contains("'item'") }
+        let queue = try DatabaseQueue(path: userStoreURL(sandbox).path)
+        try queue.write { try $0.execute(sql: "DROP TABLE item") }
+        try queue.close()
+        _ = try sandbox.launcher(seed) { $0.userStore = try? Self.userStore() }.launch().database.close()
+        // A new release of the app declares a reference with a typo, the seed unchanged.
+        var typo = try Self.userStore()
+        typo.references.append(try SeedReference("note.item_idd", to: "item.id"))
+        #expect {
+            try sandbox.launcher(seed) { $0.userStore = typo }.launch()
+        } throws: { ($0 as? ReseedError)?.code == .userStoreConflict && "\($0)".contains("note.item_idd") }
+    }
 }

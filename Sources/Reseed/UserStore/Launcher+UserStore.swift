@@ -91,21 +91,40 @@ extension Launcher {
 
     /// After opening a user store's pool: runs the app's migrator, checks the user store against
     /// the seed, and after an install counts the user rows each reference leaves without a key.
+    ///
+    /// An up-to-date launch skips the migrator's look and the checks when nothing they depend on
+    /// changed since they last passed: the preferences entry keeps a fingerprint of the seed's
+    /// version and source, the user store's `schema_version` (any DDL changes it), the migrations
+    /// and references declared, and whether foreign keys are on. Reading `schema_version` costs one
+    /// small read; the checks cost several reads of both schemas, on every launch's path.
     func finishOpening(_ pool: DatabasePool, outcome: inout LaunchOutcome) throws(ReseedError) {
         guard let userStore = configuration.userStore, let userStoreURL else { return }
+        let path = userStoreURL.path
         let foreignKeys = configuration.database.foreignKeysEnabled
-        // Up to date, one read: the migrations applied and the checks.
-        var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: userStoreURL.path, foreignKeys: foreignKeys)
-        outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: userStoreURL.path)
+        let checked = { (outcome: LaunchOutcome) throws(ReseedError) -> String in
+            let schemaVersion = try during(.checkUserStore, path: path) { try pool.read { try Int.fetchOne($0, sql: "PRAGMA main.schema_version") } } ?? 0
+            return UserStoreSchema.fingerprint(userStore, version: outcome.version, source: outcome.source, schemaVersion: schemaVersion, foreignKeys: foreignKeys)
+        }
+        var fingerprint = try checked(outcome)
+        if outcome.action == .upToDate,
+           let entry = try? preferences.readEntries().entries[outcome.name], entry.node["userStoreChecked"]?.string == fingerprint {
+            return
+        }
+        var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
+        outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: path)
         if !outcome.appliedMigrations.isEmpty {
-            inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: userStoreURL.path, foreignKeys: foreignKeys)
+            inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
+            fingerprint = try checked(outcome)
         }
         if let problem = inspection.problem {
-            throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userStoreURL.path, message: problem)
+            throw ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem)
         }
         if outcome.action == .installed {
-            outcome.orphans = try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
+            outcome.orphans = try UserStoreSchema.countOrphans(pool, references: userStore.references, path: path)
             UserStoreSchema.log(outcome.orphans, logger: configuration.logger)
         }
+        // Remembered only to skip work: a preferences file that cannot take it costs the checks next time.
+        _ = try? preferences.record([("userStoreChecked", JSONNode.quote(fingerprint))], for: outcome.name,
+                                    timeout: configuration.lockTimeout, logger: configuration.logger)
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import Logging
@@ -5,6 +6,14 @@ import Logging
 /// The user store's schema against the seed's: the app's migrations, the names the two share,
 /// the references into the seed.
 enum UserStoreSchema {
+    /// What the checks of an up-to-date launch depend on, as 64 hex digits (see ``Launcher/finishOpening(_:outcome:)``).
+    static func fingerprint(_ userStore: Launcher.UserStore, version: String, source: SeedSource, schemaVersion: Int, foreignKeys: Bool) -> String {
+        var text = "reseed-user-store-check 1\n\(userStore.name)\n\(version)\n\(source.rawValue)\n\(schemaVersion)\n\(foreignKeys)\n"
+        for migration in userStore.migrator.migrations { text += "migration \(migration.count):\(migration)\n" }
+        for reference in userStore.references { text += "reference \(reference.description.count):\(reference)\n" }
+        return SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// What one read of a user store's pool finds: the app's migrations already applied, and the
     /// first reason the user store cannot be used with the seed, if there is one.
     struct Inspection {
