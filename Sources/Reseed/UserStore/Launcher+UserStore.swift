@@ -34,15 +34,20 @@ extension Launcher {
                 throw error
             }
         }
+        let pool: DatabasePool
         do {
-            let pool = try DatabasePool(path: userStoreURL.path, configuration: database)
-            OpenStores.register(pool, path: userStoreURL.path)
-            return pool
+            pool = try DatabasePool(path: userStoreURL.path, configuration: database)
         } catch let error as DatabaseError where seedFailure.withLock({ $0 }) != nil {
             throw error
         } catch {
             throw ReseedError.wrapping(error, step: .openUserStore, path: userStoreURL.path)
         }
+        OpenStores.register(pool, path: userStoreURL.path)
+        // The first reader, which the app's first read uses too, reads the seed's schema now (the
+        // user store's was read in opening the pool): a seed that is not a database fails here,
+        // with SQLite's error, so the launch installs it again.
+        try pool.read { _ = try Int.fetchOne($0, sql: "SELECT count(*) FROM \(Self.seedSchema).sqlite_master") }
+        return pool
     }
 
     /// Per reference, the user rows pointing at a key the installed seed does not have, counted
@@ -62,15 +67,10 @@ extension Launcher {
         return orphans
     }
 
-    /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema`` and, on a
-    /// connection that may write, reads its schema, so a seed that is not a database fails here;
-    /// refuses an attachment SQLite made writable.
+    /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema``; refuses an
+    /// attachment SQLite made writable.
     private static func attachSeed(_ db: Database, uri: String, path: String) throws {
         try db.execute(sql: "ATTACH DATABASE ? AS \(seedSchema)", arguments: [uri])
-        // Once per pool, on its writer (opened first): a seed that is not a database fails here.
-        if !db.configuration.readonly {
-            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(seedSchema).sqlite_master")
-        }
         guard sqlite3_db_readonly(db.sqliteConnection, seedSchema) == 1 else {
             throw ReseedError(.database, step: .openUserStore, path: path,
                               message: "this SQLite did not attach the seed read-only (URI file names are off)")
