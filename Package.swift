@@ -61,7 +61,7 @@ let package = Package(
         // In-process benchmark figures; run through Benchmarks/run (release build).
         .executableTarget(
             name: "ReseedBenchmarks",
-            dependencies: ["Reseed", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["Reseed", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/ReseedBenchmarks"),
         // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures): not a product.
         .target(name: "ReseedTestSupport", path: "Tests/ReseedTestSupport"),

@@ -4,6 +4,9 @@
 //   ReseedBenchmarks uptodate SEED DATA_DIR ITERATIONS
 //   ReseedBenchmarks replace SMALL_SEED LARGE_SEED DATA_DIR ROUNDS
 //   ReseedBenchmarks install SEED WORK_DIR size|checksum ROUNDS
+//   ReseedBenchmarks userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS
+//   ReseedBenchmarks useruptodate SEED DATA_DIR ITERATIONS
+//   ReseedBenchmarks userimport SEED DATA_DIR
 import Foundation
 import GRDB
 import Reseed
@@ -228,8 +231,19 @@ do {
         let values = Array(arguments)
         try install(seed: URL(fileURLWithPath: values[1]), work: URL(fileURLWithPath: values[2]),
                     verification: Verification(rawValue: values[3]) ?? .size, rounds: Int(values[4]) ?? 3)
+    case "userswap" where arguments.count == 6:
+        let values = Array(arguments)
+        try await userStoreSwap(seeds: [URL(fileURLWithPath: values[1]), URL(fileURLWithPath: values[2])], work: URL(fileURLWithPath: values[3]),
+                                rows: Int(values[4]) ?? 1_000_000, rounds: Int(values[5]) ?? 5)
+    case "useruptodate" where arguments.count == 4:
+        let values = Array(arguments)
+        try userStoreUpToDate(seed: URL(fileURLWithPath: values[1]), dataDirectory: URL(fileURLWithPath: values[2]), iterations: Int(values[3]) ?? 1000)
+    case "userimport" where arguments.count == 3:
+        let values = Array(arguments)
+        try userTableImport(seed: URL(fileURLWithPath: values[1]), dataDirectory: URL(fileURLWithPath: values[2]))
     default:
-        printError("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | replace SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS")
+        printError("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | replace SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS"
+            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR")
         exit(2)
     }
 } catch {
