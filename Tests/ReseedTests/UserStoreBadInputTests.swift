@@ -239,7 +239,7 @@ extension UserStoreBadInputTests {
     /// tables are to be carried out of it: today a clear error naming the step and the file at
     /// every launch, the store left as it is (the user's rows may be in it). Without a user store
     /// the same file is installed over and kept aside; see the report to the lead.
-    @Test func aCorruptSingleFileStoreStopsTheImportWithAClearErrorAndStaysAsItIs() throws {
+    @Test func aCorruptSingleFileStoreIsKeptAsideAndReplacedSoTheAppStarts() throws {
         let sandbox = try LaunchSandbox()
         let (single, _) = try sandbox.launcher(try sandbox.seed("1.0.0")).launch()
         try single.write { try $0.execute(sql: "\(Self.noteTable); INSERT INTO note (item_id, text) VALUES (1, 'kept')") }
@@ -250,9 +250,15 @@ extension UserStoreBadInputTests {
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: sandbox.storeURL.path + suffix) }
 
         let launcher = sandbox.launcher(try sandbox.seed("2.0.0")) { $0.userStore = Self.userStore(tables: ["note"]) }
-        expectError(.database, .importUserTables, naming: ["items.sqlite", "not a database"]) { _ = try launcher.launch() }
-        #expect(try Data(contentsOf: sandbox.storeURL) == bytes, "the store is left as it was")
-        #expect(!FileManager.default.fileExists(atPath: userStoreURL(sandbox).path))
+        // As without a user store: the unreadable file is kept aside byte for byte and the seed installed, so the app starts.
+        let (database, outcome) = try launcher.launch()
+        #expect(outcome.action == .installed)
+        #expect(outcome.reason == .storeInvalid)
+        #expect(outcome.importedTables.isEmpty)
+        let aside = try #require(outcome.storeKeptAside)
+        #expect(try Data(contentsOf: aside) == bytes, "the old store is kept as it was")
+        #expect(try database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") } == 0)
+        try database.close()
         #expect(try sandbox.temporaryFiles().isEmpty)
     }
 }

@@ -36,7 +36,7 @@ struct Installation {
         // Step 2, decide.
         let decision = Decision.decide(
             name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason,
+            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? (user.storeUnreadable ? .storeInvalid : nil),
             storeHoldsUserTables: user.storeHoldsUserTables)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)

@@ -6,6 +6,10 @@ extension Installation {
     struct UserStoreStep {
         /// The store file still holds user tables that are (now) in the user store: the seed must replace it.
         var storeHoldsUserTables = false
+        /// The store file has a SQLite header but SQLite cannot read it: no user table can be copied
+        /// out of it. It is installed over and kept aside (``LaunchOutcome/storeKeptAside``), as
+        /// without a user store, so the app starts and the file is never lost.
+        var storeUnreadable = false
         var userStoreURL: URL?
         var imported: [String: Int] = [:]
         var missing: [String] = []
@@ -51,6 +55,15 @@ extension Installation {
         }
         guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
         let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
+        do {
+            _ = try importer.tablesPresent(userStore.userTables)
+        } catch where error.databaseError.map({ [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains($0.resultCode) }) ?? false {
+            logger.warning("the store file cannot be read as a database: no user table copied; it is kept aside and replaced", metadata: [
+                "store": "\(storePath)", "error": "\(error)",
+            ])
+            step.storeUnreadable = true
+            return step
+        }
         if userState == .missing {
             // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
             try UserStoreSchema.refuseIncompatibleSeed(userTables: userStore.userTables, references: [], seedPath: seed.fileURL.path,
