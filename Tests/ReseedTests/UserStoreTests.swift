@@ -204,4 +204,31 @@ struct UserStoreTests {
             try sandbox.launcher(seed) { $0.userStore = typo }.launch()
         } throws: { ($0 as? ReseedError)?.code == .userStoreConflict && "\($0)".contains("note.item_idd") }
     }
+
+    /// Back to a single file, the app may write user tables into the store again: the marker that says
+    /// it holds none is cleared, so a later user store looks for them again.
+    @Test func aLaunchWithoutAUserStoreClearsTheMarkerThatTheStoreHoldsNoUserTables() throws {
+        let sandbox = try LaunchSandbox()
+        let seed = try sandbox.seed("1.0.0", rows: 3)
+        _ = try sandbox.launcher(seed) { $0.userStore = try? Self.userStore(tables: ["note"]) }.launch().database.close()
+        func marker() throws -> String? {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: sandbox.preferencesURL)) as? [String: Any]
+            return ((object?["reseed"] as? [String: Any])?["items"] as? [String: Any])?["userStore"] as? String
+        }
+        #expect(try marker() == "items-user")
+        let (single, outcome) = try sandbox.launcher(seed).launch()
+        #expect(outcome.action == .upToDate)
+        #expect(try marker() == nil)
+        try single.write { db in
+            try db.execute(sql: "CREATE TABLE note (id INTEGER PRIMARY KEY AUTOINCREMENT, item_id INTEGER, text TEXT NOT NULL)")
+            try db.execute(sql: "INSERT INTO note (item_id, text) VALUES (1, 'written in single-file mode')")
+        }
+        try single.close()
+        try FileManager.default.removeItem(at: userStoreURL(sandbox))
+        let (database, again) = try sandbox.launcher(seed) { $0.userStore = try? Self.userStore(tables: ["note"]) }.launch()
+        #expect(again.importedTables == ["note": 1])
+        #expect(again.reason == .userDataMoved)
+        #expect(try database.read { try String.fetchAll($0, sql: "SELECT text FROM note") } == ["written in single-file mode"])
+        try database.close()
+    }
 }

@@ -36,7 +36,7 @@ struct Installation {
         // Step 2, decide.
         let decision = Decision.decide(
             name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? (user.storeUnreadable ? .storeInvalid : nil),
+            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing,
             storeHoldsUserTables: user.storeHoldsUserTables)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
@@ -126,12 +126,9 @@ struct Installation {
     /// without one, a `"userStore"` an earlier launch recorded is cleared.
     func recordVersion() throws(ReseedError) -> URL? {
         var values: [(key: String, json: String)] = [("version", JSONNode.quote(manifest.version)), ("source", JSONNode.quote(source.rawValue))]
-        if let userStore = configuration.userStore {
-            values.append(("userStore", JSONNode.quote(userStore.name)))
-        } else if let entry = try? preferences.readEntries().entries[manifest.name], entry.userStore != nil {
-            values.append(("userStore", "null"))
-        }
-        return try preferences.record(values, for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+        if let userStore = configuration.userStore { values.append(("userStore", JSONNode.quote(userStore.name))) }
+        return try preferences.record(values, for: manifest.name, clearing: configuration.userStore == nil ? ["userStore"] : [],
+                                      timeout: configuration.lockTimeout, logger: logger)
     }
 
     /// Step 5 is due when the store changed, the preferences did not say what it holds, or they

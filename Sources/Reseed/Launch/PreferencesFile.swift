@@ -170,7 +170,12 @@ public struct PreferencesFile: Sendable {
 
     /// Sets keys of the store `name`'s entry to values given as JSON text, in one atomic write,
     /// keeping every other byte of the file; as ``record(version:source:for:timeout:logger:)`` does.
-    func record(_ values: [(key: String, json: String)], for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
+    ///
+    /// Each key of `clearing` the entry has with a value other than null is set to null in the same
+    /// write (decided under the lock, from the bytes being edited).
+    func record(
+        _ values: [(key: String, json: String)], for name: String, clearing: [String] = [], timeout: Duration, logger: Logger
+    ) throws(ReseedError) -> URL? {
         try withLock(timeout: timeout) { target throws(ReseedError) in
             var movedAside: URL?
             guard case .bytes(var bytes) = try readBytes() else {
@@ -183,6 +188,10 @@ public struct PreferencesFile: Sendable {
                 movedAside = try moveAsideLocked(target, logger: logger)
                 bytes = nil
                 root = nil
+            }
+            var values = values
+            if let entry = root?[Self.key]?[name] {
+                for key in clearing where entry[key].map({ $0.value != .null }) ?? false { values.append((key, "null")) }
             }
             let updated: [UInt8]
             if var edited = bytes, var parsed = root {

@@ -10,6 +10,8 @@ extension Installation {
         /// out of it. It is installed over and kept aside (``LaunchOutcome/storeKeptAside``), as
         /// without a user store, so the app starts and the file is never lost.
         var storeUnreadable = false
+        /// The install this step forces, if any.
+        var forcing: LaunchOutcome.Reason? { storeUnreadable ? .storeInvalid : nil }
         var userStoreURL: URL?
         var imported: [String: Int] = [:]
         var missing: [String] = []
@@ -55,8 +57,9 @@ extension Installation {
         }
         guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
         let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
+        let present: [String]
         do {
-            _ = try importer.tablesPresent(userStore.userTables)
+            present = try importer.tablesPresent(userStore.userTables)
         } catch where error.databaseError.map({ [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains($0.resultCode) }) ?? false {
             logger.warning("the store file cannot be read as a database: no user table copied; it is kept aside and replaced", metadata: [
                 "store": "\(storePath)", "error": "\(error)",
@@ -68,12 +71,12 @@ extension Installation {
             // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
             try UserStoreSchema.refuseIncompatibleSeed(userTables: userStore.userTables, references: [], seedPath: seed.fileURL.path,
                                                 userPath: directory.path(userStore.fileName), declared: true)
-            let imported = try importer.run(userStore.userTables, into: userStore.fileName)
+            let imported = try importer.run(userStore.userTables, present: present, into: userStore.fileName)
             step.imported = imported.rows
             step.missing = imported.missing
             step.storeHoldsUserTables = !imported.rows.isEmpty
         } else {
-            step.storeHoldsUserTables = !(try importer.tablesPresent(userStore.userTables).isEmpty)
+            step.storeHoldsUserTables = !present.isEmpty
         }
         if step.storeHoldsUserTables {
             logger.notice("the store file holds the user's tables, which are in the user store: the seed replaces it", metadata: [
@@ -82,9 +85,6 @@ extension Installation {
         }
         return step
     }
-
-    /// The files SQLite keeps beside a database.
-    static let sidecars = ["-wal", "-shm", "-journal"]
 
     /// What the user store file is: missing when its name is not in the directory (whatever this
     /// process still holds open: a pool of a user store deleted since must not skip the import);
@@ -100,7 +100,7 @@ extension Installation {
 
     /// Renames a user store that is not a database to `<name>.sqlite.invalid-<time>-<random>`, with its sidecars.
     private func keepUserStoreAside(_ userStore: Launcher.UserStore) throws(ReseedError) -> URL {
-        let name = "\(userStore.fileName).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
+        let name = Self.asideName(for: userStore.fileName)
         try during(.openUserStore, path: directory.path(userStore.fileName)) {
             // The sidecars first: a crash in between leaves the file to be kept aside again.
             for suffix in Self.sidecars where try directory.status(userStore.fileName + suffix) != nil {

@@ -29,17 +29,17 @@ struct UserTableImport {
         }
     }
 
-    /// Builds the user store `userFileName` from those of `tables` the store has.
+    /// Builds the user store `userFileName` from `present`, those of the declared `tables` the store
+    /// has (``tablesPresent(_:)``).
     ///
     /// - Returns: the rows copied per table, and the declared tables the store lacks (reported, not an error).
     ///   With none of the tables present no user store is written.
-    func run(_ tables: [String], into userFileName: String) throws(ReseedError) -> (rows: [String: Int], missing: [String]) {
+    func run(_ tables: [String], present: [String], into userFileName: String) throws(ReseedError) -> (rows: [String: Int], missing: [String]) {
         let userPath = directory.path(userFileName)
         let removed = try during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles(for: userFileName) }
         if !removed.isEmpty {
             logger.notice("removed temporary files of an interrupted import", metadata: ["files": "\(removed)"])
         }
-        let present = try tablesPresent(tables)
         let missing = tables.filter { !present.contains($0) }
         if !missing.isEmpty {
             logger.notice("declared user tables the store does not have", metadata: ["tables": "\(missing)", "store": "\(directory.path(storeName))"])
