@@ -18,7 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
-        // Syscalls Glibc hides without _GNU_SOURCE (copy_file_range, renameat2, FICLONE).
+        // Syscalls Glibc hides without _GNU_SOURCE (copy_file_range, renameat2, FICLONE), and one
+        // variadic sqlite3_db_config call Swift cannot make (linked with GRDBSQLite's sqlite3).
         .target(name: "CReseedSystem"),
         // libcurl loaded at run time, for the channel transfers on Linux (see HTTPTransfer).
         .target(name: "CReseedCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <sqlite3.h>
 
 #if defined(__linux__)
 #include <sys/ioctl.h>
@@ -58,4 +59,10 @@ int reseed_start_writeback(int fd, off_t offset, off_t length) {
     (void)fd; (void)offset; (void)length;
     return 0;
 #endif
+}
+
+int reseed_sqlite_disable_triggers(void *db) {
+    int enabled = 1;
+    int code = sqlite3_db_config((sqlite3 *)db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &enabled);
+    return code == SQLITE_OK && enabled == 0 ? 0 : -1;
 }

@@ -52,6 +52,12 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// table (it would hide the seed's rows), or a ``SeedReference`` names a table or column
         /// that does not exist.
         public static let userStoreConflict = Code(rawValue: "userStoreConflict")
+        /// A file that is not a row-level delta this Reseed reads: not a delta at all, an unknown
+        /// format, a header field missing or malformed, a delta table missing or of the wrong shape.
+        public static let invalidDelta = Code(rawValue: "invalidDelta")
+        /// A well-formed delta that does not fit the store it is applied to: it names a table the
+        /// store lacks, deletes or updates a row the store does not have, or inserts a row it has.
+        public static let deltaMismatch = Code(rawValue: "deltaMismatch")
     }
 
     /// The step of the work that failed, in the order the launcher takes them.
@@ -65,6 +71,8 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// A user store (see ``Launcher/UserStore``): copying the user's tables out of a single-file
         /// store, opening it with the seed attached, running the app's migrator, checking it against the seed.
         case importUserTables, openUserStore, migrateUserStore, checkUserStore
+        /// Row-level deltas (see `SeedDelta`): building one from two seeds, applying one to a copy of a seed.
+        case buildDelta, applyDelta
     }
 
     public var code: Code

@@ -27,6 +27,9 @@ extension ReseedCommand {
             valueName: "reference"))
         var references: [String] = []
 
+        @Flag(help: "Also build the row-level delta from OLD to NEW in a temporary file and print what it weighs (bytes, rows per table), or why there is none.")
+        var deltaSize = false
+
         @Flag(help: "Print the diff as JSON on stdout.")
         var json = false
 
@@ -42,6 +45,9 @@ extension ReseedCommand {
                 let parsed = try seedReferences(references, option: "--reference")
                 if !parsed.isEmpty {
                     diff.referencedKeys = try SeedDiff.referencedKeys(old: fileURL(old), new: fileURL(new), references: parsed)
+                }
+                if deltaSize {
+                    diff.delta = try SeedDiff.deltaSize(old: fileURL(old), new: fileURL(new))
                 }
                 if json {
                     try Terminal.out(try diff.jsonData() + Data("\n".utf8))

@@ -55,11 +55,11 @@ public enum SeedContentHash {
     }
 
     /// One entry of `sqlite_schema`.
-    struct SchemaObject {
-        var type: String
-        var name: String
-        var table: String
-        var sql: String?
+    package struct SchemaObject: Equatable {
+        package var type: String
+        package var name: String
+        package var table: String
+        package var sql: String?
     }
 
     private static func hash(_ db: Database, into hasher: inout ContentHasher) throws {
@@ -88,10 +88,10 @@ public enum SeedContentHash {
         }
     }
 
-    /// The schema objects that are content: every table, index, view and trigger of `main`
-    /// but SQLite's own (`sqlite_*`), sorted by the UTF-8 bytes of their names.
-    static func schema(_ db: Database) throws -> [SchemaObject] {
-        try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM main.sqlite_schema")
+    /// The schema objects that are content: every table, index, view and trigger of the database
+    /// `schemaName` (`main` unless said) but SQLite's own (`sqlite_*`), sorted by the UTF-8 bytes of their names.
+    package static func schema(_ db: Database, in schemaName: String = "main") throws -> [SchemaObject] {
+        try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM \(schemaName.quotedDatabaseIdentifier).sqlite_schema")
             .map { SchemaObject(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
             .filter { !$0.name.lowercased().hasPrefix("sqlite_") }
             .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }

@@ -23,6 +23,7 @@ extension SeedDiff {
         if isEmpty {
             lines.append("No differences.")
             if let referencedKeys { lines += [""] + Self.referencedKeyLines(referencedKeys) }
+            if let delta { lines += [""] + delta.lines() }
             return lines.joined(separator: "\n") + "\n"
         }
         if !schema.isEmpty {
@@ -41,6 +42,10 @@ extension SeedDiff {
         if let referencedKeys {
             if lines.last != "" { lines.append("") }
             lines += Self.referencedKeyLines(referencedKeys)
+        }
+        if let delta {
+            if lines.last != "" { lines.append("") }
+            lines += delta.lines()
         }
         while lines.last == "" { lines.removeLast() }
         return lines.joined(separator: "\n") + "\n"

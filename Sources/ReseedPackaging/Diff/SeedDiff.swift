@@ -144,6 +144,9 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     /// Per reference given, the keys user rows may point to that the new seed no longer has
     /// (see ``referencedKeys(old:new:references:keyLimit:)``); nil when none were asked for.
     public var referencedKeys: [ReferencedKeys]? = nil
+    /// What a row-level delta from the old seed to the new one would weigh (see
+    /// ``deltaSize(old:new:)``); nil when it was not asked for.
+    public var delta: DeltaSize? = nil
 
     /// True when neither the schema nor any row differs; the seed names and versions are not considered.
     public var isEmpty: Bool { schema.isEmpty && tables.isEmpty }

@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+
+extension SeedDelta {
+    /// Reads a delta's `reseed_delta` and `reseed_delta_tables`, bounded, checking every field.
+    struct HeaderReader {
+        var db: Database
+        /// The schema the delta is: `main`, or ``Names/attached``.
+        var schema: String
+        var path: String
+
+        private func invalid(_ message: String, _ error: DatabaseError? = nil) -> ReseedError {
+            ReseedError(.invalidDelta, step: .applyDelta, path: path, databaseError: error, message: message)
+        }
+
+        func read() throws -> Header {
+            let tables: Set<String>
+            do {
+                tables = Set(try String.fetchAll(db, sql: """
+                    SELECT name FROM \(schema).sqlite_schema WHERE type = 'table' AND name IN ('\(Names.header)', '\(Names.tables)')
+                    """))
+            } catch let error as DatabaseError {
+                throw invalid("not a SQLite database SQLite can read", error)
+            }
+            guard tables.contains(Names.header) else { throw invalid("not a Reseed delta (it has no \(Names.header) table)") }
+            var fields: [String: DatabaseValue] = [:]
+            // Bounded: the few short fields format 1 has; a longer value is never read.
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT key, CASE WHEN length(CAST(value AS BLOB)) <= 256 THEN value END AS value
+                FROM \(schema).\(Names.header) WHERE typeof(key) = 'text' AND length(key) <= 64 LIMIT 64
+                """)
+            for row in rows {
+                if let key: String = row["key"] { fields[key] = row["value"] }
+            }
+            guard let formatValue = fields["format"] else { throw invalid("the delta has no format") }
+            guard case .int64(let format) = formatValue.storage else { throw invalid("the delta's format is not an integer") }
+            guard format == Int64(SeedDelta.format) else {
+                throw invalid("the delta has format \(format); this Reseed reads format \(SeedDelta.format) only")
+            }
+            func hash(_ key: String) throws -> String {
+                guard let value = fields[key], case .string(let text) = value.storage,
+                      text.utf8.count == 64, text.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+                    throw invalid("the delta's \(key) is missing or not 64 lowercase hex digits")
+                }
+                return text
+            }
+            func int32(_ key: String) throws -> Int32 {
+                guard let value = fields[key], case .int64(let number) = value.storage, let result = Int32(exactly: number) else {
+                    throw invalid("the delta's \(key) is missing or not a 32-bit integer")
+                }
+                return result
+            }
+            guard tables.contains(Names.tables) else { throw invalid("the delta has no \(Names.tables) table") }
+            return Header(
+                format: Int(format), fromContentHash: try hash("fromContentHash"), toContentHash: try hash("toContentHash"),
+                userVersion: try int32("userVersion"), applicationID: try int32("applicationID"),
+                tables: try readTables())
+        }
+
+        private func readTables() throws -> [Header.Table] {
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT idx, CASE WHEN length(CAST(name AS BLOB)) <= 4096 THEN name END AS name, deleted, updated, inserted
+                FROM \(schema).\(Names.tables) ORDER BY idx LIMIT \(SeedDelta.maxTables + 1)
+                """)
+            guard rows.count <= SeedDelta.maxTables else { throw invalid("the delta lists more than \(SeedDelta.maxTables) tables") }
+            var tables: [Header.Table] = []
+            var names: Set<String> = []
+            for row in rows {
+                func count(_ column: String) -> Int? {
+                    guard case .int64(let value) = (row[column] as DatabaseValue).storage, value >= 0, value <= Int64(Int32.max) else { return nil }
+                    return Int(value)
+                }
+                guard case .int64(let index) = (row["idx"] as DatabaseValue).storage, index >= 1, index <= Int64(SeedDelta.maxTables),
+                      case .string(let name) = (row["name"] as DatabaseValue).storage,
+                      let deleted = count("deleted"), let updated = count("updated"), let inserted = count("inserted") else {
+                    throw invalid("a row of \(Names.tables) is malformed")
+                }
+                guard names.insert(name).inserted, tables.last.map({ $0.index < Int(index) }) ?? true else {
+                    throw invalid("\(Names.tables) lists table \(name) or index \(index) twice")
+                }
+                tables.append(Header.Table(index: Int(index), name: name, deleted: deleted, updated: updated, inserted: inserted))
+            }
+            return tables
+        }
+    }
+
+    /// Applies the row lists of a delta attached as ``Names/attached`` to `main`, inside the caller's transaction.
+    struct DeltaApplier {
+        var db: Database
+        var header: Header
+        var deltaPath: String
+        var targetPath: String
+
+        private static let delta = Names.attached
+
+        func run() throws {
+            let targetTables = Dictionary(
+                try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0.withoutRowid) }, uniquingKeysWith: { first, _ in first })
+            for table in header.tables {
+                guard let withoutRowid = targetTables[table.name] else {
+                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name), which the seed does not have")
+                }
+                let shape: TableShape
+                switch try TableShape.read(table.name, withoutRowid: withoutRowid, in: "main", db) {
+                case .success(let read): shape = read
+                case .failure(let failure):
+                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name): \(failure.reason)")
+                }
+                for list in Names.List.allCases where table.count(list) > 0 {
+                    try checkList(list, of: table, shape: shape)
+                }
+                // Deletes first, so that an inserted row may take a deleted row's key or unique value.
+                for list in Names.List.allCases where table.count(list) > 0 {
+                    try apply(list, of: table, shape: shape)
+                }
+            }
+            try db.execute(sql: "PRAGMA main.user_version = \(header.userVersion)")
+            try db.execute(sql: "PRAGMA main.application_id = \(header.applicationID)")
+        }
+
+        /// Checks that a row list is a table with exactly the columns format 1 gives it, and as many rows as the header says.
+        private func checkList(_ list: Names.List, of table: Header.Table, shape: TableShape) throws {
+            let name = Names.table(table.index, list)
+            let expected = Names.columns(of: list, keys: shape.key.count, values: shape.values.count)
+            let kind = try String.fetchOne(db, sql: "SELECT type FROM \(Self.delta).sqlite_schema WHERE name = ?", arguments: [name])
+            let listed = try String.fetchOne(db, sql: "SELECT type FROM pragma_table_list WHERE schema = ? AND name = ?", arguments: [Self.delta, name])
+            guard kind == "table", listed == "table" else {
+                throw invalid("table \(table.name): the delta lacks its row list \(name)")
+            }
+            let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?, ?)", arguments: [name, Self.delta])
+            guard columns == expected else {
+                throw invalid("table \(table.name): \(name) has columns (\(columns.prefix(8).joined(separator: ", "))…); the seed's table needs \(expected.count): (\(expected.prefix(8).joined(separator: ", "))…)")
+            }
+            let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.delta).\(name.quotedDatabaseIdentifier)") ?? -1
+            guard rows == table.count(list) else {
+                throw invalid("table \(table.name): \(name) holds \(rows) rows; the header says \(table.count(list))")
+            }
+            if list == .updated {
+                guard !shape.values.isEmpty else {
+                    throw invalid("table \(table.name): the delta updates rows of a table whose columns are all in its key")
+                }
+                let malformed = try Int.fetchOne(db, sql: """
+                    SELECT count(*) FROM \(Self.delta).\(name.quotedDatabaseIdentifier)
+                    WHERE typeof(\(Names.changed)) <> 'text' OR length(\(Names.changed)) <> ? OR \(Names.changed) GLOB '*[^01]*'
+                    """, arguments: [shape.values.count]) ?? 0
+                guard malformed == 0 else {
+                    throw invalid("table \(table.name): \(malformed) updated row(s) whose \(Names.changed) is not \(shape.values.count) digits 0 or 1")
+                }
+            }
+        }
+
+        /// Runs the one statement of a row list and checks that it touched exactly its rows.
+        private func apply(_ list: Names.List, of table: Header.Table, shape: TableShape) throws {
+            let source = "\(Self.delta).\(Names.table(table.index, list).quotedDatabaseIdentifier)"
+            let target = "main.\(shape.name.quotedDatabaseIdentifier)"
+            let keys = Names.keys(shape.key.count)
+            let values = Names.values(shape.values.count)
+            let sql: String
+            switch list {
+            case .deleted:
+                let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
+                sql = "DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source))"
+            case .updated:
+                let assignments = shape.values.enumerated().map { offset, column in
+                    let quoted = column.quotedDatabaseIdentifier
+                    return "\(quoted) = CASE WHEN substr(d.\(Names.changed), \(offset + 1), 1) = '1' THEN d.\(values[offset]) ELSE t.\(quoted) END"
+                }
+                let match = zip(shape.key, keys).map { "t.\($0.quotedDatabaseIdentifier) = d.\($1)" }
+                sql = "UPDATE OR ABORT \(target) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) AS d WHERE \(match.joined(separator: " AND "))"
+            case .inserted:
+                sql = "INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source) ORDER BY rowid"
+            }
+            do {
+                try db.execute(sql: sql)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw mismatch(list, table, "SQLite refused a row (\(error.message ?? "constraint failed"))", error)
+            }
+            let changed = db.changesCount
+            guard changed == table.count(list) else {
+                let verb = list == .deleted ? "deleted" : "updated"
+                throw mismatch(list, table, "\(changed) row(s) \(verb) of \(table.count(list)): the seed lacks rows the delta \(list == .deleted ? "deletes" : "updates")", nil)
+            }
+        }
+
+        private func invalid(_ message: String) -> ReseedError {
+            ReseedError(.invalidDelta, step: .applyDelta, path: deltaPath, message: message)
+        }
+
+        private func mismatch(_ list: Names.List, _ table: Header.Table, _ detail: String, _ error: DatabaseError?) -> ReseedError {
+            ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, databaseError: error,
+                        message: "the delta does not fit this seed: table \(table.name), \(list.rawValue) rows: \(detail)")
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import GRDB
+
+extension SeedDelta {
+    /// The names of the delta file's own tables and columns (format 1), shared by the builder and ``apply(deltaPath:to:expectedContentHash:)``.
+    package enum Names {
+        /// The header table: `key TEXT PRIMARY KEY, value`.
+        package static let header = "reseed_delta"
+        /// One row per changed table: `idx, name, deleted, updated, inserted`.
+        package static let tables = "reseed_delta_tables"
+        /// The schema name the delta is attached under while it is applied.
+        package static let attached = "reseed_delta"
+        /// The column of an updated row that says which values it carries: one `0`/`1` per value column.
+        package static let changed = "changed"
+
+        /// The three kinds of row lists a changed table can have.
+        package enum List: String, CaseIterable, Sendable {
+            case deleted, updated, inserted
+        }
+
+        /// `reseed_delta_<idx>_<list>`, such as `reseed_delta_3_updated`.
+        package static func table(_ index: Int, _ list: List) -> String { "reseed_delta_\(index)_\(list.rawValue)" }
+
+        /// `k1`…`kK`: the key columns of a row list.
+        package static func keys(_ count: Int) -> [String] { (0..<count).map { "k\($0 + 1)" } }
+
+        /// `v1`…`vN`: the value columns of an updated or inserted row list.
+        package static func values(_ count: Int) -> [String] { (0..<count).map { "v\($0 + 1)" } }
+
+        /// The columns a row list must have, in order, for a table of `keys` key and `values` value columns.
+        package static func columns(of list: List, keys: Int, values: Int) -> [String] {
+            switch list {
+            case .deleted: Self.keys(keys)
+            case .updated: Self.keys(keys) + [changed] + Self.values(values)
+            case .inserted: Self.keys(keys) + Self.values(values)
+            }
+        }
+    }
+
+    /// How the rows of one seed table are identified and what they hold, read from the schema of
+    /// the database that has it (never from a delta).
+    ///
+    /// The key is the one the content hash orders rows by (see <doc:ContentHash>): the primary key
+    /// columns in key order, or, for a rowid table without one, its rowid.
+    package struct TableShape: Sendable, Equatable {
+        /// The table's name, unquoted.
+        package var name: String
+        /// The key columns, unquoted, in key order; a rowid alias (`rowid`, `_rowid_`, `oid`) for a keyless rowid table.
+        package var key: [String]
+        /// The stored, not generated, columns that are not in the key, in column order.
+        package var values: [String]
+        /// Whether the key is the rowid of a table that declares no primary key.
+        package var keyIsRowid: Bool
+        /// Whether SQLite lets the key hold NULL: a rowid table with a declared primary key.
+        package var keyMayBeNull: Bool
+
+        /// The shape of table `name` of the database `schemaName` of `db`, or why its rows cannot be identified.
+        ///
+        /// - Throws: the `DatabaseError` of reading the schema.
+        package static func read(_ name: String, withoutRowid: Bool, in schemaName: String, _ db: Database) throws -> Result<TableShape, NotExpressible> {
+            let columns = try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedDatabaseIdentifier).table_xinfo(\(name.quotedDatabaseIdentifier))")
+            guard !columns.isEmpty else {
+                return .failure(NotExpressible(reason: "table \(name) has no columns SQLite can list"))
+            }
+            // Generated columns (hidden 2 and 3) follow from the others; SQLite computes them.
+            let stored = columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }
+            let declaredKey: [String] = stored
+                .filter { ($0["pk"] as Int? ?? 0) > 0 }
+                .sorted { ($0["pk"] as Int? ?? 0) < ($1["pk"] as Int? ?? 0) }
+                .map { $0["name"] ?? "" }
+            var key = declaredKey
+            if key.isEmpty {
+                let names = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
+                guard !withoutRowid, let alias = ["rowid", "_rowid_", "oid"].first(where: { !names.contains($0) }) else {
+                    return .failure(NotExpressible(reason: "table \(name) has no primary key and its columns hide its rowid: its rows have no identity"))
+                }
+                key = [alias]
+            }
+            let keySet = Set(declaredKey)
+            let values: [String] = stored.map { $0["name"] ?? "" }.filter { !keySet.contains($0) }
+            return .success(TableShape(
+                name: name, key: key, values: values, keyIsRowid: declaredKey.isEmpty,
+                keyMayBeNull: !withoutRowid && !declaredKey.isEmpty))
+        }
+    }
+
+    /// Why a pair of seeds has no row-level delta: the full seed is published instead.
+    package struct NotExpressible: Error, Sendable, Equatable {
+        /// One sentence, such as `the schema differs: index song_title is only in the new seed`.
+        package var reason: String
+
+        package init(reason: String) { self.reason = reason }
+    }
+
+    /// The tables of database `schemaName` whose rows a delta carries, sorted by the UTF-8 bytes of
+    /// their names: ordinary and shadow tables, not virtual ones (their rows are in their shadow
+    /// tables) nor SQLite's own (`sqlite_*`), as the content hash counts them.
+    ///
+    /// - Throws: the `DatabaseError` of reading the schema.
+    package static func contentTables(in schemaName: String, _ db: Database) throws -> [(name: String, withoutRowid: Bool)] {
+        try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedDatabaseIdentifier).table_list")
+            .compactMap { row -> (name: String, withoutRowid: Bool)? in
+                let name: String = row["name"] ?? ""
+                let type: String = row["type"] ?? ""
+                guard type == "table" || type == "shadow", !name.lowercased().hasPrefix("sqlite_") else { return nil }
+                return (name, row["wr"] ?? false)
+            }
+            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
+}
+
+extension [String] {
+    /// The names quoted as SQL identifiers, each prefixed with `qualifier.` when given, joined by `, `.
+    package func quotedList(qualifier: String? = nil) -> String {
+        map { (qualifier.map { $0 + "." } ?? "") + $0.quotedDatabaseIdentifier }.joined(separator: ", ")
+    }
+}

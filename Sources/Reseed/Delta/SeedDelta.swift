@@ -1,0 +1,163 @@
+import CReseedSystem
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// A row-level delta between two releases of a seed, and the one way to apply it.
+///
+/// A delta is a small SQLite file (format 1, specified in <doc:RowLevelDeltas>): a header naming
+/// the content hash it starts from and the one it leads to, and per changed table the keys of
+/// the deleted rows, the changed values of the updated rows and the inserted rows. `ReseedPackaging`'s
+/// `SeedDeltaBuilder` writes it; the app applies it to a private copy of its installed seed.
+///
+/// ```swift
+/// let header = try SeedDelta.readHeader(path: deltaPath)
+/// guard header.fromContentHash == installedContentHash else { /* download the full seed */ }
+/// let applied = try SeedDelta.apply(deltaPath: deltaPath, to: copyPath, expectedContentHash: manifest.contentHash)
+/// ```
+package enum SeedDelta {
+    /// The format this Reseed writes and reads.
+    package static let format = 1
+    /// The most tables a delta may list; a seed with more has no delta.
+    package static let maxTables = 10_000
+
+    /// What a delta says about itself: where it starts, where it leads, and what it changes.
+    package struct Header: Sendable, Equatable {
+        /// The delta format (``SeedDelta/format``).
+        package var format: Int
+        /// The content hash of the seed the delta applies to (64 lowercase hex digits).
+        package var fromContentHash: String
+        /// The content hash of the seed applying it yields.
+        package var toContentHash: String
+        /// `PRAGMA user_version` of the new seed.
+        package var userVersion: Int32
+        /// `PRAGMA application_id` of the new seed.
+        package var applicationID: Int32
+        /// The changed tables, in the order of their index in the delta.
+        package var tables: [Table]
+
+        /// One changed table and how many rows of each kind the delta carries for it.
+        package struct Table: Sendable, Equatable {
+            /// Its index in the delta: its row lists are `reseed_delta_<index>_deleted` and so on.
+            package var index: Int
+            package var name: String
+            package var deleted: Int
+            package var updated: Int
+            package var inserted: Int
+
+            package init(index: Int, name: String, deleted: Int, updated: Int, inserted: Int) {
+                self.index = index
+                self.name = name
+                self.deleted = deleted
+                self.updated = updated
+                self.inserted = inserted
+            }
+
+            /// The row count of `list`.
+            package func count(_ list: Names.List) -> Int {
+                switch list {
+                case .deleted: deleted
+                case .updated: updated
+                case .inserted: inserted
+                }
+            }
+        }
+    }
+
+    /// What applying a delta did.
+    package struct Applied: Sendable, Equatable {
+        /// The delta's header; its counts are the rows deleted, updated and inserted.
+        package var header: Header
+        /// The content hash of the result, checked equal to the expected one before the commit.
+        package var contentHash: String
+    }
+
+    /// Reads and checks the header of the delta at `path`, opened read-only.
+    ///
+    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/applyDelta``): ``ReseedError/Code/invalidDelta``
+    ///   when the file is not a delta, has another format or a malformed header; ``ReseedError/Code/database``
+    ///   when SQLite cannot read it.
+    package static func readHeader(path: String) throws(ReseedError) -> Header {
+        try during(.applyDelta, path: path) {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.label = "reseed.delta"
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA trusted_schema = OFF") }
+            do {
+                let queue = try DatabaseQueue(path: path, configuration: configuration)
+                defer { try? queue.close() }
+                return try queue.read { db in try HeaderReader(db: db, schema: "main", path: path).read() }
+            } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode) {
+                throw ReseedError(.invalidDelta, step: .applyDelta, path: path, databaseError: error, message: "not a SQLite database SQLite can read")
+            }
+        }
+    }
+
+    /// Applies the delta at `deltaPath` to the seed at `targetPath` in one transaction, and commits
+    /// only if the result's content hash is `expectedContentHash`.
+    ///
+    /// `targetPath` must be a private copy (a temp file nobody else opens) in rollback-journal
+    /// mode. The delta is attached read-only. Triggers are off and foreign keys unchecked while
+    /// it applies: the delta sets rows, exactly, and the content hash checks the whole result.
+    /// All SQL is made from the target's own schema; the delta's tables must have the columns the
+    /// format expects for each table and as many rows as its header says.
+    ///
+    /// - Returns: the header and the content hash reached (equal to `expectedContentHash`).
+    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/applyDelta``), the target left as it was:
+    ///   ``ReseedError/Code/invalidDelta`` for a malformed delta or one of an unknown format;
+    ///   ``ReseedError/Code/deltaMismatch`` when the delta does not fit the target (a table it
+    ///   lacks, a row to delete or update that is missing, a row to insert that exists);
+    ///   ``ReseedError/Code/verificationFailed`` when the delta leads elsewhere than
+    ///   `expectedContentHash` or the result hashes otherwise (the message names both hashes);
+    ///   ``ReseedError/Code/database`` when SQLite fails.
+    package static func apply(deltaPath: String, to targetPath: String, expectedContentHash: String) throws(ReseedError) -> Applied {
+        var configuration = Configuration()
+        configuration.label = "reseed.applyDelta"
+        configuration.foreignKeysEnabled = false
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA trusted_schema = OFF")
+            guard reseed_sqlite_disable_triggers(UnsafeMutableRawPointer(db.sqliteConnection)) == 0 else {
+                throw ReseedError(.database, step: .applyDelta, path: targetPath, message: "SQLite did not turn triggers off for the delta")
+            }
+        }
+        let queue = try during(.applyDelta, path: targetPath) { try DatabaseQueue(path: targetPath, configuration: configuration) }
+        defer { try? queue.close() }
+        return try during(.applyDelta, path: targetPath) {
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA main.journal_mode = DELETE")
+                try attach(deltaPath, db)
+                defer { try? db.execute(sql: "DETACH DATABASE \(Names.attached)") }
+                let header = try HeaderReader(db: db, schema: Names.attached, path: deltaPath).read()
+                guard header.toContentHash == expectedContentHash else {
+                    throw ReseedError(.verificationFailed, step: .applyDelta, path: deltaPath, message:
+                        "the delta leads to content hash \(header.toContentHash), not the expected \(expectedContentHash)")
+                }
+                var reached = ""
+                try db.inTransaction(.immediate) {
+                    try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath).run()
+                    reached = try SeedContentHash.compute(db: db)
+                    guard reached == expectedContentHash else {
+                        throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath, message:
+                            "the delta applied yields content hash \(reached), not the expected \(expectedContentHash); rolled back")
+                    }
+                    return .commit
+                }
+                return Applied(header: header, contentHash: reached)
+            }
+        }
+    }
+
+    /// Attaches the delta read-only as ``Names/attached``; refuses an attachment SQLite made writable.
+    private static func attach(_ deltaPath: String, _ db: Database) throws {
+        do {
+            try db.execute(sql: "ATTACH DATABASE ? AS \(Names.attached)", arguments: [Launcher.readOnlyURI(deltaPath)])
+        } catch let error as DatabaseError {
+            throw ReseedError(.invalidDelta, step: .applyDelta, path: deltaPath, databaseError: error,
+                              message: "the delta cannot be attached (not a SQLite database, or another text encoding than the seed's)")
+        }
+        guard sqlite3_db_readonly(db.sqliteConnection, Names.attached) == 1 else {
+            throw ReseedError(.database, step: .applyDelta, path: deltaPath,
+                              message: "this SQLite did not attach the delta read-only (URI file names are off)")
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+import Reseed
+
+/// Writes a delta file (format 1) from two seeds attached to one connection on it.
+struct DeltaWriter {
+    var oldPath: String
+    var newPath: String
+    var deltaPath: String
+
+    typealias Names = SeedDelta.Names
+
+    /// The schema names the two seeds are attached under.
+    private static let old = "reseed_old"
+    private static let new = "reseed_new"
+    /// The page size of every delta file: fixed, so the same seeds give the same bytes.
+    static let pageSize = 4096
+    /// The most arguments one `printf` call takes (SQLite's default limit is 127).
+    private static let printfArguments = 100
+
+    /// Fills the empty file at ``deltaPath``; returns the changed tables, or why the seeds have no delta.
+    func write(fromContentHash: String, toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
+        let oldEncoding = try Self.encoding(of: oldPath)
+        let newEncoding = try Self.encoding(of: newPath)
+        guard oldEncoding == newEncoding else {
+            return .failure(.init(reason: "the seeds use different text encodings (\(oldEncoding), \(newEncoding))"))
+        }
+        var configuration = Configuration()
+        configuration.label = "reseed.buildDelta"
+        configuration.foreignKeysEnabled = false
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA trusted_schema = OFF") }
+        let queue = try DatabaseQueue(path: deltaPath, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.writeWithoutTransaction { db -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> in
+            try db.execute(sql: "PRAGMA main.page_size = \(Self.pageSize)")
+            try db.execute(sql: "PRAGMA main.encoding = '\(newEncoding)'")
+            try db.execute(sql: "ATTACH DATABASE ? AS \(Self.old)", arguments: [Launcher.readOnlyURI(oldPath)])
+            try db.execute(sql: "ATTACH DATABASE ? AS \(Self.new)", arguments: [Launcher.readOnlyURI(newPath)])
+            var outcome: Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> = .success([])
+            try db.inTransaction(.immediate) {
+                outcome = try writeTables(db, fromContentHash: fromContentHash, toContentHash: toContentHash)
+                if case .failure = outcome { return .rollback }
+                return .commit
+            }
+            try db.execute(sql: "DETACH DATABASE \(Self.old)")
+            try db.execute(sql: "DETACH DATABASE \(Self.new)")
+            // Empty row lists were dropped: VACUUM leaves no free page and a layout that depends on the rows only.
+            if case .success = outcome { try db.execute(sql: "VACUUM") }
+            return outcome
+        }
+    }
+
+    /// The schema check, then every table's row lists, then the header; inside the caller's transaction.
+    private func writeTables(_ db: Database, fromContentHash: String, toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
+        if let difference = try Self.schemaDifference(db) { return .failure(.init(reason: difference)) }
+        try db.execute(sql: "CREATE TABLE main.\(Names.header) (key TEXT PRIMARY KEY, value)")
+        try db.execute(sql: "CREATE TABLE main.\(Names.tables) (idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, deleted INTEGER NOT NULL, updated INTEGER NOT NULL, inserted INTEGER NOT NULL)")
+        var counts: [SeedDeltaBuilder.TableCounts] = []
+        let tables = try SeedDelta.contentTables(in: Self.new, db)
+        guard tables.count <= SeedDelta.maxTables else {
+            return .failure(.init(reason: "the seed has more than \(SeedDelta.maxTables) tables"))
+        }
+        for table in tables {
+            let shape: SeedDelta.TableShape
+            switch try SeedDelta.TableShape.read(table.name, withoutRowid: table.withoutRowid, in: Self.new, db) {
+            case .failure(let failure): return .failure(failure)
+            case .success(let read): shape = read
+            }
+            // One column more than the table's (the updated rows' `changed`) must stay within SQLite's limit.
+            guard shape.key.count + shape.values.count < 2000 else {
+                return .failure(.init(reason: "table \(shape.name) has too many columns for a delta's row lists"))
+            }
+            if shape.keyMayBeNull, try hasNullKey(shape, db) {
+                return .failure(.init(reason: "table \(shape.name) has rows whose primary key holds NULL: they have no identity to match"))
+            }
+            let index = counts.count + 1
+            var written: [Names.List: Int] = [:]
+            for list in Names.List.allCases {
+                written[list] = try writeList(list, of: shape, index: index, db)
+            }
+            let row = SeedDeltaBuilder.TableCounts(
+                name: shape.name, deleted: written[.deleted] ?? 0, updated: written[.updated] ?? 0, inserted: written[.inserted] ?? 0)
+            guard row.deleted + row.updated + row.inserted > 0 else { continue }
+            try db.execute(
+                sql: "INSERT INTO main.\(Names.tables) (idx, name, deleted, updated, inserted) VALUES (?, ?, ?, ?, ?)",
+                arguments: [index, row.name, row.deleted, row.updated, row.inserted])
+            counts.append(row)
+        }
+        let userVersion = try Int.fetchOne(db, sql: "PRAGMA \(Self.new).user_version") ?? 0
+        let applicationID = try Int.fetchOne(db, sql: "PRAGMA \(Self.new).application_id") ?? 0
+        let header: [(String, DatabaseValueConvertible)] = [
+            ("format", SeedDelta.format), ("fromContentHash", fromContentHash), ("toContentHash", toContentHash),
+            ("userVersion", userVersion), ("applicationID", applicationID),
+        ]
+        for (key, value) in header {
+            try db.execute(sql: "INSERT INTO main.\(Names.header) (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+        return .success(counts)
+    }
+
+    /// Creates and fills one row list; drops it again when it is empty. Returns its row count.
+    private func writeList(_ list: Names.List, of shape: SeedDelta.TableShape, index: Int, _ db: Database) throws -> Int {
+        let name = "main." + Names.table(index, list).quotedDatabaseIdentifier
+        let columns = Names.columns(of: list, keys: shape.key.count, values: shape.values.count)
+        // No declared types: no affinity, so every value keeps its storage class.
+        try db.execute(sql: "CREATE TABLE \(name) (\(columns.joined(separator: ", ")))")
+        if list != .updated || !shape.values.isEmpty {
+            try db.execute(sql: "INSERT INTO \(name) (\(columns.joined(separator: ", "))) \(select(list, of: shape))")
+        }
+        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(name)") ?? 0
+        if count == 0 { try db.execute(sql: "DROP TABLE \(name)") }
+        return count
+    }
+
+    /// The SELECT that lists the rows of `list`, in key order.
+    private func select(_ list: Names.List, of shape: SeedDelta.TableShape) -> String {
+        let table = shape.name.quotedDatabaseIdentifier
+        let oldTable = "\(Self.old).\(table)"
+        let newTable = "\(Self.new).\(table)"
+        // Exact identity: equal under the key's own collation (so its index serves), then byte for byte and type for type.
+        let match = shape.key.map { column -> String in
+            let (n, o) = ("n." + column.quotedDatabaseIdentifier, "o." + column.quotedDatabaseIdentifier)
+            return "\(n) = \(o) AND \(n) = \(o) COLLATE BINARY AND typeof(\(n)) = typeof(\(o))"
+        }.joined(separator: " AND ")
+        switch list {
+        case .deleted:
+            return "SELECT \(shape.key.quotedList(qualifier: "o")) FROM \(oldTable) AS o WHERE NOT EXISTS (SELECT 1 FROM \(newTable) AS n WHERE \(match)) ORDER BY \(shape.key.quotedList(qualifier: "o"))"
+        case .inserted:
+            return "SELECT \((shape.key + shape.values).quotedList(qualifier: "n")) FROM \(newTable) AS n WHERE NOT EXISTS (SELECT 1 FROM \(oldTable) AS o WHERE \(match)) ORDER BY \(shape.key.quotedList(qualifier: "n"))"
+        case .updated:
+            let flags = shape.values.map { column -> String in
+                let (n, o) = ("n." + column.quotedDatabaseIdentifier, "o." + column.quotedDatabaseIdentifier)
+                return "CASE WHEN \(o) IS \(n) COLLATE BINARY AND typeof(\(o)) = typeof(\(n)) THEN '0' ELSE '1' END"
+            }
+            let keys = Names.keys(shape.key.count)
+            let newValues = shape.values.indices.map { "n\($0 + 1)" }
+            let inner = zip(shape.key, keys).map { "n.\($0.quotedDatabaseIdentifier) AS \($1)" }
+                + ["\(Self.concatenation(flags)) AS \(Names.changed)"]
+                + zip(shape.values, newValues).map { "n.\($0.quotedDatabaseIdentifier) AS \($1)" }
+            let outer = keys + [Names.changed] + newValues.enumerated().map { offset, value in
+                "CASE WHEN substr(\(Names.changed), \(offset + 1), 1) = '1' THEN \(value) END"
+            }
+            return """
+                SELECT \(outer.joined(separator: ", ")) FROM (SELECT \(inner.joined(separator: ", "))
+                FROM \(newTable) AS n JOIN \(oldTable) AS o ON \(match) ORDER BY \(shape.key.quotedList(qualifier: "n")))
+                WHERE instr(\(Names.changed), '1') > 0
+                """
+        }
+    }
+
+    /// `printf('%s%s…', …)` of the text expressions, nested so no call takes more than ``printfArguments``
+    /// and no expression is deeper than a few levels (a chain of `||` over 1,000 columns would be too deep for SQLite).
+    private static func concatenation(_ parts: [String]) -> String {
+        guard parts.count > 1 else { return parts.first ?? "''" }
+        if parts.count <= printfArguments {
+            return "printf('\(String(repeating: "%s", count: parts.count))', \(parts.joined(separator: ", ")))"
+        }
+        let groups = stride(from: 0, to: parts.count, by: printfArguments).map {
+            concatenation(Array(parts[$0..<min($0 + printfArguments, parts.count)]))
+        }
+        return concatenation(groups)
+    }
+
+    /// Whether either seed has a row of the table whose key holds a NULL.
+    private func hasNullKey(_ shape: SeedDelta.TableShape, _ db: Database) throws -> Bool {
+        let condition = shape.key.map { "\($0.quotedDatabaseIdentifier) IS NULL" }.joined(separator: " OR ")
+        for schema in [Self.old, Self.new] where try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(schema).\(shape.name.quotedDatabaseIdentifier) WHERE \(condition))") == true {
+            return true
+        }
+        return false
+    }
+
+    /// The first difference between the two seeds' schemas, as the content hash sees them; nil when they are the same.
+    private static func schemaDifference(_ db: Database) throws -> String? {
+        let oldObjects = try SeedContentHash.schema(db, in: old)
+        let newObjects = try SeedContentHash.schema(db, in: new)
+        let oldByName = Dictionary(oldObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let newByName = Dictionary(newObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for object in newObjects where oldByName[object.name] == nil {
+            return "the schema differs: \(object.type) \(object.name) is only in the new seed"
+        }
+        for object in oldObjects where newByName[object.name] == nil {
+            return "the schema differs: \(object.type) \(object.name) is only in the old seed"
+        }
+        for object in newObjects where oldByName[object.name] != object {
+            return "the schema differs: the definition of \(object.type) \(object.name) changed"
+        }
+        return nil
+    }
+
+    /// `PRAGMA encoding` of the database at `path`, opened read-only.
+    private static func encoding(of path: String) throws -> String {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "reseed.buildDelta"
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { try String.fetchOne($0, sql: "PRAGMA main.encoding") } ?? "UTF-8"
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import GRDB
+import Reseed
+import SystemPackage
+
+/// Builds the row-level delta that turns one release of a seed into the next (format 1, see
+/// `Reseed`'s RowLevelDeltas article), and proves it does before handing it out.
+///
+/// Both seeds are attached read-only to one connection on the new delta file, and each table's
+/// deleted, updated and inserted rows are found and written by set-based SQL, matching rows by
+/// key exactly (storage class and bytes: `1`, `1.0`, `'1'` and `x'31'` differ, and so do `'A'`
+/// and `'a'` under `NOCASE`). An updated row carries only its changed values. Then the delta is
+/// applied to a copy of the old seed, which must reach the new seed's content hash; a delta
+/// that does not is never returned. The same two seeds give a byte-identical delta file.
+///
+/// ```swift
+/// switch try SeedDeltaBuilder.build(from: "1.0/triage.sqlite", to: "1.1/triage.sqlite", into: "triage-1.0-1.1.delta") {
+/// case .built(let delta): print(delta.size, delta.tables)
+/// case .notExpressible(let reason): print("publish the full seed only:", reason)
+/// }
+/// ```
+public enum SeedDeltaBuilder {
+    /// The rows a delta carries for one table.
+    public struct TableCounts: Sendable, Equatable, Codable {
+        /// The table's name.
+        public var name: String
+        /// Rows of the old seed whose key the new seed lacks: the delta carries their key.
+        public var deleted: Int
+        /// Rows of both seeds with at least one value that differs: the delta carries their key and changed values.
+        public var updated: Int
+        /// Rows of the new seed whose key the old seed lacks: the delta carries them whole.
+        public var inserted: Int
+
+        public init(name: String, deleted: Int, updated: Int, inserted: Int) {
+            self.name = name
+            self.deleted = deleted
+            self.updated = updated
+            self.inserted = inserted
+        }
+    }
+
+    /// A delta built and verified.
+    public struct Built: Sendable, Equatable, Codable {
+        /// The content hash of the old seed: the delta applies to a seed with this content only.
+        public var fromContentHash: String
+        /// The content hash of the new seed, which applying the delta was checked to reach.
+        public var toContentHash: String
+        /// The changed tables, sorted by the UTF-8 bytes of their names; empty when the seeds hold the same rows.
+        public var tables: [TableCounts]
+        /// The size of the delta file, in bytes.
+        public var size: Int64
+    }
+
+    /// What ``build(from:to:into:)`` did.
+    public enum Outcome: Sendable, Equatable {
+        /// The delta file was written and checked.
+        case built(Built)
+        /// No delta can express this change (the reason says why, in one sentence); no file was left at the delta's path.
+        case notExpressible(reason: String)
+    }
+
+    /// Builds the delta from the seed at `oldPath` to the seed at `newPath` into a new file at `deltaPath`.
+    ///
+    /// Not expressible: a schema that differs in any way (every table, index, view and trigger
+    /// of `sqlite_schema`, as the content hash counts them), seeds in different text encodings,
+    /// a table whose key holds NULL, and anything the verification catches (a zero whose sign
+    /// alone changed, say). `user_version` and `application_id` changes are expressed.
+    ///
+    /// - Parameters:
+    ///   - oldPath: The seed the delta starts from; opened read-only.
+    ///   - newPath: The seed it leads to; opened read-only.
+    ///   - deltaPath: Where to write the delta; must not exist. On any failure or a
+    ///     ``Outcome/notExpressible(reason:)``, nothing is left there.
+    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/buildDelta``): ``ReseedError/Code/invalidArgument``
+    ///   when `deltaPath` exists; ``ReseedError/Code/io`` or ``ReseedError/Code/database`` when a file
+    ///   cannot be read or written (step ``ReseedError/Step/verify`` for a seed that cannot be hashed).
+    public static func build(from oldPath: String, to newPath: String, into deltaPath: String) throws(ReseedError) -> Outcome {
+        let deltaURL = URL(fileURLWithPath: deltaPath, isDirectory: false)
+        let directory = try during(.buildDelta, path: deltaPath) {
+            try FileSystem().openDirectory(deltaURL.deletingLastPathComponent(), create: false)
+        }
+        let name = deltaURL.lastPathComponent
+        // Created exclusively, so an existing file is refused and never overwritten.
+        do {
+            let file = try directory.createExclusive(name)
+            try file.close()
+        } catch let failure as FileSystemFailure where failure.errno == .fileExists {
+            throw ReseedError(.invalidArgument, step: .buildDelta, path: deltaPath, message: "the delta file already exists")
+        } catch {
+            throw ReseedError.wrapping(error, step: .buildDelta, path: deltaPath)
+        }
+        var keep = false
+        defer {
+            if !keep {
+                _ = try? directory.remove(name)
+                _ = try? directory.remove(name + "-journal")
+            }
+        }
+        let fromContentHash = try SeedContentHash.compute(path: oldPath)
+        let toContentHash = try SeedContentHash.compute(path: newPath)
+        let written = try during(.buildDelta, path: deltaPath) {
+            try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
+                .write(fromContentHash: fromContentHash, toContentHash: toContentHash)
+        }
+        let tables: [TableCounts]
+        switch written {
+        case .failure(let failure): return .notExpressible(reason: failure.reason)
+        case .success(let counts): tables = counts
+        }
+        if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash, directory: directory) {
+            return .notExpressible(reason: failure)
+        }
+        let size = try during(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
+        keep = true
+        return .built(Built(fromContentHash: fromContentHash, toContentHash: toContentHash, tables: tables, size: size))
+    }
+
+    /// Applies the delta to a scratch copy of the old seed beside it; returns why it failed, or nil when it reached `toContentHash`.
+    private static func verify(deltaPath: String, oldPath: String, toContentHash: String, directory: Directory) throws(ReseedError) -> String? {
+        let scratch = Directory.temporaryName(for: URL(fileURLWithPath: deltaPath).lastPathComponent)
+        defer {
+            _ = try? directory.remove(scratch)
+            _ = try? directory.remove(scratch + "-journal")
+        }
+        try during(.buildDelta, path: directory.path(scratch)) {
+            let source = try FileSystem.openRegularFile(oldPath)
+            let copy = try directory.createExclusive(scratch)
+            let (sourceFD, copyFD) = (source.raw, copy.raw)
+            _ = try directory.fileSystem.perform(.copy, directory.path(scratch)) { () throws(Errno) in
+                try FileCopier(hashing: false).copy(from: sourceFD, to: copyFD)
+            }
+            try copy.close()
+            withExtendedLifetime(source) {}
+        }
+        do {
+            _ = try SeedDelta.apply(deltaPath: deltaPath, to: directory.path(scratch), expectedContentHash: toContentHash)
+            return nil
+        } catch where error.code == .io {
+            throw error
+        } catch {
+            return "the delta does not reproduce the new seed on a copy of the old one: \(error.message)"
+                + (error.databaseError.map { " (SQLite: \($0.message ?? "\($0.resultCode)"))" } ?? "")
+        }
+    }
+}

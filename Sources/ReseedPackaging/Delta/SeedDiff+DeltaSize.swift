@@ -1,0 +1,44 @@
+import Foundation
+import Reseed
+
+extension SeedDiff {
+    /// What the row-level delta between two seeds weighs, or why there is none (`reseed diff --delta-size`).
+    ///
+    /// ```swift
+    /// // DeltaSize(bytes: 40960, tables: [TableCounts(name: "songs", deleted: 1, updated: 3, inserted: 2)], notExpressible: nil)
+    /// ```
+    public struct DeltaSize: Sendable, Codable, Equatable {
+        /// The size of the delta file in bytes (uncompressed); nil when no delta can be built.
+        public var bytes: Int64?
+        /// The rows it carries per changed table; empty when no delta can be built.
+        public var tables: [SeedDeltaBuilder.TableCounts]
+        /// Why no delta can be built, such as a schema change; nil when one can.
+        public var notExpressible: String?
+
+        /// The report's lines: `Row-level delta: 40960 bytes`, then one line per table.
+        func lines() -> [String] {
+            guard let bytes else { return ["Row-level delta: none (\(notExpressible ?? "not expressible"))"] }
+            var lines = ["Row-level delta: \(bytes) bytes"]
+            for table in tables {
+                lines.append("  \(table.name): \(table.deleted) deleted, \(table.updated) updated, \(table.inserted) inserted")
+            }
+            if tables.isEmpty { lines.append("  no rows change") }
+            return lines
+        }
+    }
+
+    /// Builds the delta from `old` to `new` in a temporary folder, measures it and removes it.
+    ///
+    /// - Throws: ``ReseedError`` when a seed cannot be read or the temporary folder written
+    ///   (see ``SeedDeltaBuilder/build(from:to:into:)``); a change no delta can express is a result, not an error.
+    public static func deltaSize(old: URL, new: URL) throws(ReseedError) -> DeltaSize {
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("reseed-delta-\(UInt64.random(in: .min ... .max))", isDirectory: true)
+        try during(.buildDelta, path: folder.path) { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false) }
+        defer { try? FileManager.default.removeItem(at: folder) }
+        switch try SeedDeltaBuilder.build(from: old.path, to: new.path, into: folder.appendingPathComponent("seed.delta").path) {
+        case .built(let built): return DeltaSize(bytes: built.size, tables: built.tables, notExpressible: nil)
+        case .notExpressible(let reason): return DeltaSize(bytes: nil, tables: [], notExpressible: reason)
+        }
+    }
+}
