@@ -23,11 +23,14 @@ let package = Package(
         .target(name: "CReseedSystem"),
         // libcurl loaded at run time, for the channel transfers on Linux (see HTTPTransfer).
         .target(name: "CReseedCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // The system zlib, for compressed seeds (gzip): in every OS, so no C code is vendored.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
             name: "Reseed",
             dependencies: [
                 "CReseedSystem",
                 "CReseedCurl",
+                "CZlib",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -68,7 +71,8 @@ let package = Package(
         .target(name: "ReseedTestSupport", path: "Tests/ReseedTestSupport"),
         .testTarget(
             name: "ReseedTests",
-            dependencies: ["Reseed", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            // CZlib: the gzip tests build a deflate stream zlib's own way (a bomb of flushed blocks).
+            dependencies: ["Reseed", "CZlib", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedPackagingTests",
             dependencies: ["ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

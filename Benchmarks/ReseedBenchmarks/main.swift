@@ -7,6 +7,7 @@
 //   ReseedBenchmarks userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS
 //   ReseedBenchmarks useruptodate SEED DATA_DIR ITERATIONS
 //   ReseedBenchmarks userimport SEED DATA_DIR
+//   ReseedBenchmarks gunzip FILE.gz ROUNDS
 import Foundation
 import GRDB
 import Reseed
@@ -241,9 +242,12 @@ do {
     case "userimport" where arguments.count == 3:
         let values = Array(arguments)
         try userTableImport(seed: URL(fileURLWithPath: values[1]), dataDirectory: URL(fileURLWithPath: values[2]))
+    case "gunzip" where arguments.count == 3:
+        let values = Array(arguments)
+        try gunzip(file: URL(fileURLWithPath: values[1]), rounds: Int(values[2]) ?? 5)
     default:
         printError("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | replace SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS"
-            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR")
+            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR | gunzip FILE.gz ROUNDS")
         exit(2)
     }
 } catch {

@@ -128,6 +128,9 @@ extension ReseedError {
             return error
         case let failure as FileSystemFailure:
             return ReseedError(.io, step: step, path: failure.path, errno: failure.errno, message: failure.summary)
+        case let failure as Gzip.Failure:
+            // Only compressed seeds are decoded: `path` names the seed file.
+            return failure.reseedError(step: step, path: path)
         case let error as DatabaseError:
             return ReseedError(.database, step: step, path: path, databaseError: error, message: "SQLite failed")
         default:

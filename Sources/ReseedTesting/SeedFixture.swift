@@ -19,6 +19,9 @@ public struct SeedFixture: Sendable {
     public var files: [(name: String, content: String)]
     /// Random bytes to add (as 1 MiB blobs in a `padding` table) so the seed reaches a size. Default 0.
     public var paddingBytes: Int
+    /// How the seed file is compressed, as `reseed package --compress` does it; nil (the default)
+    /// builds `<name>.sqlite` itself.
+    public var compression: SeedManifest.Compression?
 
     public init(name: String, version: String, sql: [String], files: [(name: String, content: String)] = [], paddingBytes: Int = 0) {
         self.name = name
@@ -63,7 +66,9 @@ public struct SeedFixture: Sendable {
         for file in files {
             try Data(file.content.utf8).write(to: migrations.appendingPathComponent(file.name))
         }
-        let result = try SeedBuilder(migrations: migrations, output: folder, name: name, version: version).build()
+        var builder = SeedBuilder(migrations: migrations, output: folder, name: name, version: version)
+        builder.compression = compression
+        let result = try builder.build()
         return Seed(manifestURL: result.manifestURL, manifest: result.manifest)
     }
 }

@@ -12,7 +12,7 @@ extension ReseedCommand {
         @Option(help: ArgumentHelp("The folder of ordered steps.", valueName: "dir"))
         var migrations: String?
 
-        @Option(help: ArgumentHelp("Where <name>.sqlite and <name>.manifest.json are written.", valueName: "dir"))
+        @Option(help: ArgumentHelp("Where <name>.sqlite (or <name>.sqlite.gz) and <name>.manifest.json are written.", valueName: "dir"))
         var output: String?
 
         @Option(help: "The seed (store) name.")
@@ -20,6 +20,11 @@ extension ReseedCommand {
 
         @Option(name: .customLong("version"), help: "The seed version, such as 2.0.0.")
         var seedVersion: String?
+
+        @Flag(help: ArgumentHelp(
+            "Write <name>.sqlite.gz (gzip -9) instead of <name>.sqlite: a smaller app, but no App Store delta updates of the seed.",
+            discussion: "The manifest then says \"compression\": \"gzip\"; its size and sha256 stay the database's. The other file an earlier build left is removed."))
+        var compress = false
 
         @Flag(help: "Print the manifest as JSON on stdout.")
         var json = false
@@ -36,6 +41,7 @@ extension ReseedCommand {
                 guard let version = seedVersion ?? project.version else { throw ValidationError("give --version") }
                 var builder = SeedBuilder(migrations: migrations, output: output, name: name, version: version)
                 builder.logger = logging.logger("reseed.packaging")
+                builder.compression = compress ? .gzip : nil
                 if Terminal.stderrIsTerminal { builder.progress = ProgressLine().report }
                 let result = try builder.build()
                 if json {

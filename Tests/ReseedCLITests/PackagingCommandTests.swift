@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
@@ -33,6 +34,59 @@ import Testing
         #expect(result.stdout.hasPrefix("Built triage 2.0.0: "))
         let root = ReseedBinary.packageRoot
         #expect(try Data(contentsOf: sandbox.appending("SeedData/triage.sqlite")) == Data(contentsOf: root.appendingPathComponent("SeedData/triage.sqlite")))
+        #expect(try Data(contentsOf: sandbox.appending("SeedData/triage.manifest.json")) == Data(contentsOf: root.appendingPathComponent("SeedData/triage.manifest.json")))
+    }
+
+    /// `--compress`: the example as gzip, reproducibly; verify, launch, diff and publish read the database it holds.
+    @Test func compressedExampleVerifiesLaunchesAndPublishes() throws {
+        let sandbox = try example()
+        let root = ReseedBinary.packageRoot
+        let result = try ReseedBinary.run(["package", "--compress"], in: sandbox.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("SeedData/triage.sqlite.gz"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: sandbox.appending("SeedData").path).sorted()
+        #expect(names == ["triage.manifest.json", "triage.sqlite.gz"])
+        let manifest = try SeedManifest.read(from: sandbox.appending("SeedData/triage.manifest.json"))
+        let committed = try SeedManifest.read(from: root.appendingPathComponent("SeedData/triage.manifest.json"))
+        #expect(manifest.compression == .gzip)
+        #expect(manifest.file == "triage.sqlite.gz")
+        #expect(manifest.facts.sha256 == committed.facts.sha256)
+        #expect(manifest.facts.size == committed.facts.size)
+        // gzip(1) gives back the committed database; packaging again gives the same bytes.
+        let compressed = try Data(contentsOf: sandbox.appending("SeedData/triage.sqlite.gz"))
+        let again = try ReseedBinary.run(["package", "--compress"], in: sandbox.url)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: sandbox.appending("SeedData/triage.sqlite.gz")) == compressed)
+        let gunzip = try ReseedBinary.start(["-c", "gzip -dc SeedData/triage.sqlite.gz | cmp - '\(root.path)/SeedData/triage.sqlite'"],
+                                            in: sandbox.url, executable: URL(fileURLWithPath: "/bin/sh")).wait()
+        #expect(gunzip.status == 0, "\(gunzip.stdout)\(gunzip.stderr)")
+
+        let verify = try ReseedBinary.run(["verify", "SeedData", "--migrations", "Migrations"], in: sandbox.url)
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        let diff = try ReseedBinary.run(["diff", root.appendingPathComponent("SeedData/triage.sqlite").path, "SeedData/triage.sqlite.gz", "--json"], in: sandbox.url)
+        #expect(diff.status == 0, "\(diff.stderr)")
+        // The same database: no table or schema object differs.
+        let report = try jsonObject(diff.stdout)
+        #expect((report["tables"] as? [Any])?.isEmpty == true && (report["schema"] as? [Any])?.isEmpty == true, "\(diff.stdout)")
+
+        try FileManager.default.copyItem(at: root.appendingPathComponent("UserMigrations"), to: sandbox.appending("UserMigrations"))
+        let launch = try ReseedBinary.run(["launch", "--json"], in: sandbox.url)
+        #expect(launch.status == 0, "\(launch.stderr)")
+        #expect(try jsonObject(launch.stdout)["outcome"] as? String == "installed")
+        let queue = try DatabaseQueue(path: sandbox.appending(".reseed-data/triage.sqlite").path)
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM injury_category") } == 8)
+        try queue.close()
+
+        let keys = try ReseedBinary.run(["keygen", "--private-key", "channel.key", "--public-key", "channel.pub"], in: sandbox.url)
+        #expect(keys.status == 0, "\(keys.stderr)")
+        let publish = try ReseedBinary.run(["publish", "SeedData", "--channel", "site", "--private-key", "channel.key"], in: sandbox.url)
+        #expect(publish.status == 0, "\(publish.stderr)")
+        #expect(try Data(contentsOf: sandbox.appending("site/triage-2.0.0.sqlite")) == Data(contentsOf: root.appendingPathComponent("SeedData/triage.sqlite")))
+
+        // Without --compress again: the database comes back, the gzip goes.
+        let plain = try ReseedBinary.run(["package"], in: sandbox.url)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.appending("SeedData").path).sorted() == ["triage.manifest.json", "triage.sqlite"])
         #expect(try Data(contentsOf: sandbox.appending("SeedData/triage.manifest.json")) == Data(contentsOf: root.appendingPathComponent("SeedData/triage.manifest.json")))
     }
 

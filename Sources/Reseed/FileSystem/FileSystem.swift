@@ -61,13 +61,31 @@ package struct FileSystem: Sendable {
 
     /// Runs one action through the observer.
     package func perform<T: ~Copyable>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(Errno) -> T) throws -> T {
+        try performing(kind, path, body, systemError: { $0 })
+    }
+
+    /// Runs one action that writes or reads a gzip stream (a compressed seed) through the observer.
+    ///
+    /// A failed system call (``Gzip/Failure/io(_:)``) fails the action as in
+    /// ``perform(_:_:_:)``; a stream that does not decode is a verdict on the input, not a failed
+    /// action, and passes through as the ``Gzip/Failure`` it is.
+    package func performCoding<T>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(Gzip.Failure) -> T) throws -> T {
+        try performing(kind, path, body, systemError: { failure in
+            if case .io(let errno) = failure { errno } else { nil }
+        })
+    }
+
+    private func performing<T: ~Copyable, Failure: Error>(
+        _ kind: FileAction.Kind, _ path: String, _ body: () throws(Failure) -> T, systemError: (Failure) -> Errno?
+    ) throws -> T {
         let action = FileAction(kind: kind, path: path)
         try observer?.willPerform(action)
         let result: T
         do {
             result = try body()
         } catch {
-            throw FileSystemFailure(operation: kind.rawValue, path: path, errno: error)
+            guard let errno = systemError(error) else { throw error }
+            throw FileSystemFailure(operation: kind.rawValue, path: path, errno: errno)
         }
         try observer?.didPerform(action)
         return result

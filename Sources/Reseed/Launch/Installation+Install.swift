@@ -46,22 +46,25 @@ extension Installation {
     /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
     ///
     /// ``verification`` says how thoroughly; `progress` is called with (bytes copied, total bytes).
+    /// A compressed seed (``Seed/isCompressed``) is decompressed into the temp file, bounded by
+    /// the manifest's size, and its SHA-256 always checked, whatever ``verification`` says: the
+    /// decompression reads every byte anyway, and the manifest describes the database, not the
+    /// gzip file. A stream that does not decompress fails as ``ReseedError/Code/verificationFailed``
+    /// naming the seed file, and the store stays as it was.
     func copyAndVerify(into temporary: String, progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(ReseedError) {
         let seedPath = seed.fileURL.path
         let source = try seed.openFile(at: .copy)
         let total = manifest.size
-        // At most one byte more than the manifest says: a longer source (a file that grows, a huge
-        // sparse file) is refused after size + 1 bytes, never copied until the disk fills.
-        let copier = FileCopier(hashing: verification == .checksum, limit: manifest.size + 1, progress: progress.map { report in
-            { @Sendable done in report(done, total) }
-        })
+        let report = progress.map { report in { @Sendable (done: Int64) in report(done, total) } }
         // The number, for the closure below; `source` owns and closes it.
         let sourceFD = source.raw
         try during(.copy, path: directory.path(temporary)) {
             try directory.writeTemporary(temporary, write: { destinationFD in
+                // At most one byte more than the manifest says: a longer source (a file that grows, a huge
+                // sparse file, a gzip bomb) is refused after size + 1 bytes, never copied until the disk fills.
                 let copied = try during(.copy, path: seedPath) {
-                    try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                        try copier.copy(from: sourceFD, to: destinationFD)
+                    try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(Gzip.Failure) in
+                        try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: checksSHA256, progress: report)
                     }
                 }
                 // Before the fsync: the checks read the copy from the page cache, and a copy that fails them is removed unsynced.
@@ -72,6 +75,9 @@ extension Installation {
         }
         withExtendedLifetime(source) {}
     }
+
+    /// Whether the copy's SHA-256 is checked: when ``verification`` asks, and always for a compressed seed.
+    private var checksSHA256: Bool { verification == .checksum || seed.isCompressed }
 
     private func verificationFailure(_ message: String) -> ReseedError {
         ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, message: message)
@@ -101,7 +107,7 @@ extension Installation {
             throw verificationFailure(
                 "seed user_version/application_id are \(header.userVersion)/\(header.applicationID), the manifest says \(manifest.userVersion)/\(manifest.applicationID)")
         }
-        if verification == .checksum {
+        if checksSHA256 {
             guard let digest = copied.sha256 else { throw verificationFailure("no checksum was computed") }
             guard digest == manifest.sha256 else {
                 throw verificationFailure("seed SHA-256 is \(digest), the manifest says \(manifest.sha256)")

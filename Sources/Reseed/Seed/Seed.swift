@@ -15,11 +15,12 @@ public struct Seed: Sendable, Hashable {
     public var fileURL: URL { manifestURL.deletingLastPathComponent().appendingPathComponent(manifest.file, isDirectory: false) }
 
     /// Reads the seed at `url`: a manifest file, a folder holding exactly one `*.manifest.json`,
-    /// or the seed database `<name>.sqlite` itself, whose `<name>.manifest.json` is beside it.
+    /// or the seed file itself, `<name>.sqlite` (or `<name>.sqlite.gz`, compressed), whose
+    /// `<name>.manifest.json` is beside it.
     ///
     /// - Throws: ``ReseedError`` ``ReseedError/Code/seedNotFound`` when nothing is
-    ///   there, a folder holds no manifest or several, or a `.sqlite` file has no manifest
-    ///   naming it beside it; ``ReseedError/Code/invalidManifest`` for a bad manifest.
+    ///   there, a folder holds no manifest or several, or a `.sqlite` or `.sqlite.gz` file has no
+    ///   manifest naming it beside it; ``ReseedError/Code/invalidManifest`` for a bad manifest.
     public init(at url: URL) throws(ReseedError) {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
@@ -27,7 +28,9 @@ public struct Seed: Sendable, Hashable {
         }
         let manifestURL: URL
         // Given the database file itself, the manifest beside it must name it.
-        let databaseFile = !isDirectory.boolValue && url.pathExtension == "sqlite" ? url.lastPathComponent : nil
+        let fileName = url.lastPathComponent
+        let seedSuffix = [".sqlite", ".sqlite.gz"].first { fileName.hasSuffix($0) && fileName.count > $0.count }
+        let databaseFile = !isDirectory.boolValue && seedSuffix != nil ? fileName : nil
         if isDirectory.boolValue {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
             let manifests = names.filter { $0.hasSuffix(SeedManifest.fileSuffix) && !$0.hasPrefix(".") }.sorted()
@@ -39,8 +42,8 @@ public struct Seed: Sendable, Hashable {
                         : "folder holds \(manifests.count) manifests (\(manifests.joined(separator: ", "))); name one")
             }
             manifestURL = url.appendingPathComponent(manifests[0], isDirectory: false)
-        } else if databaseFile != nil {
-            let name = url.deletingPathExtension().lastPathComponent
+        } else if let seedSuffix {
+            let name = String(fileName.dropLast(seedSuffix.count))
             manifestURL = url.deletingLastPathComponent().appendingPathComponent(name + SeedManifest.fileSuffix, isDirectory: false)
             guard FileManager.default.fileExists(atPath: manifestURL.path) else {
                 throw ReseedError(.seedNotFound, step: .readManifest, path: url.path,

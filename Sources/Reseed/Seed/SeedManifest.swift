@@ -23,6 +23,11 @@ import Foundation
 ///
 /// `contentHash` (``contentHash``) is optional: manifests written before it existed still
 /// read, as format 1, and a reader that does not know it ignores it.
+///
+/// `compression` (``compression``) is optional too: `"gzip"` when `file` (such as
+/// `triage.sqlite.gz`) holds the seed compressed (`reseed package --compress`); `size` and
+/// `sha256` are then still those of the database, which the install checks after decompressing.
+/// Any other value is refused.
 @dynamicMemberLookup
 public struct SeedManifest: Sendable, Hashable {
     /// The manifest format this version of Reseed reads and writes.
@@ -57,12 +62,23 @@ public struct SeedManifest: Sendable, Hashable {
     /// The seed's ``SeedContentHash``: SHA-256 of its schema and rows, 64 lowercase hex digits;
     /// nil in a manifest written before `reseed package` recorded it.
     public var contentHash: String?
+    /// How ``SeedFacts/file`` is compressed; nil (the default) when it is the database itself.
+    public var compression: Compression?
 
-    public init(format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step], contentHash: String? = nil) {
+    /// How a seed file is compressed in the app bundle.
+    public enum Compression: String, Sendable, Hashable, CaseIterable {
+        /// One gzip member (RFC 1952) around raw deflate: see <doc:CompressingTheSeed>.
+        case gzip
+    }
+
+    public init(
+        format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step], contentHash: String? = nil, compression: Compression? = nil
+    ) {
         self.format = format
         self.facts = facts
         self.steps = steps
         self.contentHash = contentHash
+        self.compression = compression
     }
 
     /// A field of ``facts`` as the manifest's own: `manifest.version` is `manifest.facts.version`.
@@ -117,7 +133,16 @@ extension SeedManifest {
             guard isSHA256(text) else { throw fields.invalid("contentHash", "contentHash must be 64 lowercase hex digits") }
             contentHash = text
         }
-        return SeedManifest(format: Int(format), facts: facts, steps: steps, contentHash: contentHash)
+        var compression: Compression?
+        if fields.root["compression"] != nil {
+            let text = try fields.string("compression")
+            guard let known = Compression(rawValue: text) else {
+                let known = Compression.allCases.map { JSONNode.quote($0.rawValue) }.joined(separator: ", ")
+                throw fields.invalid("compression", "unknown compression \(JSONNode.quote(text)); this Reseed reads \(known)")
+            }
+            compression = known
+        }
+        return SeedManifest(format: Int(format), facts: facts, steps: steps, contentHash: contentHash, compression: compression)
     }
 
     /// The longest store name, in UTF-8 bytes (128).

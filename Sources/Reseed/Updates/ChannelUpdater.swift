@@ -202,9 +202,12 @@ public struct ChannelUpdater: Sendable {
         case .launcher(let launcher):
             return try await offload { () throws(ReseedError) in
                 if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL {
-                    try UserStoreSchema.refuseIncompatibleSeed(
-                        userTables: try UserStoreSchema.ownNames(ofStoreAt: userStoreURL.path), references: userStore.references,
-                        seedPath: seed.fileURL.path, userPath: userStoreURL.path)
+                    try seed.withDatabaseFile(temporaryDirectory: userStoreURL.deletingLastPathComponent(), step: .checkUserStore) {
+                        seedPath throws(ReseedError) in
+                        try UserStoreSchema.refuseIncompatibleSeed(
+                            userTables: try UserStoreSchema.ownNames(ofStoreAt: userStoreURL.path), references: userStore.references,
+                            seedPath: seedPath, userPath: userStoreURL.path)
+                    }
                 }
                 let installed = try launcher.installDownloaded(seed)
                 return (installed.importedTables, try launcher.countOrphans(storeFileName: seed.manifest.storeFileName))

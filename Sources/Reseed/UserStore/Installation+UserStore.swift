@@ -69,8 +69,11 @@ extension Installation {
         }
         if userState == .missing {
             // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
-            try UserStoreSchema.refuseIncompatibleSeed(userTables: userStore.userTables, references: [], seedPath: seed.fileURL.path,
-                                                userPath: directory.path(userStore.fileName), declared: true)
+            // A compressed seed is decompressed beside the store for the look (and removed after it).
+            try seed.withDatabaseFile(temporaryDirectory: directory.url, step: .checkUserStore) { seedPath throws(ReseedError) in
+                try UserStoreSchema.refuseIncompatibleSeed(userTables: userStore.userTables, references: [], seedPath: seedPath,
+                                                    userPath: directory.path(userStore.fileName), declared: true)
+            }
             let imported = try importer.run(userStore.userTables, present: present, into: userStore.fileName)
             step.imported = imported.rows
             step.missing = imported.missing

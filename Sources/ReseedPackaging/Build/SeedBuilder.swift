@@ -14,6 +14,10 @@ import Reseed
 /// `user_version` (the last step's number) and `application_id`
 /// (``SeedMetadata/applicationID``), `VACUUM INTO` a second temp file (compact,
 /// in rollback-journal mode), fsync, its ``SeedContentHash``, and a rename into place beside its manifest.
+/// With ``compression`` (`reseed package --compress`) the file put in place is its gzip,
+/// `<name>.sqlite.gz`, written durably the same way, and the manifest says `"compression": "gzip"`;
+/// the other form a previous build left (`<name>.sqlite`, or `<name>.sqlite.gz` without it) is
+/// removed once the manifest names the new file.
 /// A failed build removes its temp file and leaves the output folder as it was.
 /// Builds into one folder take turns (an `flock` on the folder itself, no lock file);
 /// each first removes the temp files a killed build left, since the folder ships in the app.
@@ -54,6 +58,9 @@ public struct SeedBuilder: Sendable {
     public var progress: (@Sendable (Progress) -> Void)?
     /// How long a build waits for another one building into the same output folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
+    /// How the seed file is compressed in the output folder; nil (the default) writes the
+    /// database itself. See <doc:Reseed/CompressingTheSeed> for what it costs and saves.
+    public var compression: SeedManifest.Compression?
     /// The bounds of a build, which tests lower so that they need no huge input.
     var limits = Limits()
 
@@ -80,7 +87,8 @@ public struct SeedBuilder: Sendable {
         public var manifestURL: URL
     }
 
-    /// Builds the seed and writes `<name>.sqlite` and `<name>.manifest.json` into the output folder.
+    /// Builds the seed and writes `<name>.sqlite` (or `<name>.sqlite.gz`, with ``compression``) and
+    /// `<name>.manifest.json` into the output folder.
     ///
     /// - Throws: ``PackagingError`` naming the step file and line that failed.
     public func build() throws(PackagingError) -> Result {
@@ -96,6 +104,7 @@ public struct SeedBuilder: Sendable {
         }
         let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
         let seedName = name + ".sqlite"
+        let compressedName = seedName + Self.compressedSuffix
         // One build at a time per output folder; then whatever temp files a killed build left go
         // first (the folder is shipped in the app: it must hold nothing else).
         guard let lock = try packaging(path: output.path, { try StoreLock.acquireFolder(directory, timeout: lockTimeout) }) else {
@@ -103,7 +112,8 @@ public struct SeedBuilder: Sendable {
         }
         defer { lock.release() }
         let leftovers = try packaging(path: output.path) {
-            try directory.removeTemporaryFiles(for: seedName) + directory.removeTemporaryFiles(for: name + SeedManifest.fileSuffix)
+            try directory.removeTemporaryFiles(for: seedName) + directory.removeTemporaryFiles(for: compressedName)
+                + directory.removeTemporaryFiles(for: name + SeedManifest.fileSuffix)
         }
         if !leftovers.isEmpty {
             logger.notice("removed what an interrupted build left", metadata: ["folder": "\(output.path)", "files": "\(leftovers)"])
@@ -116,11 +126,12 @@ public struct SeedBuilder: Sendable {
             let recorded = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder, lastNumber: last.number)
             _ = try? directory.remove(work)
             let manifest = try finish(compacted, in: directory, recorded: recorded)
-            return Result(manifest: manifest, seedURL: output.appendingPathComponent(seedName),
+            return Result(manifest: manifest, seedURL: output.appendingPathComponent(manifest.file),
                           manifestURL: output.appendingPathComponent(manifest.manifestFileName))
         } catch {
-            // Both temp files and any journal: under the folder lock, every such file is this build's.
+            // Both temp files, any journal and a compressed one: under the folder lock, every such file is this build's.
             _ = try? directory.removeTemporaryFiles(for: seedName)
+            _ = try? directory.removeTemporaryFiles(for: compressedName)
             throw error
         }
     }
@@ -268,10 +279,16 @@ public struct SeedBuilder: Sendable {
         }
     }
 
-    /// fsync the built file, measure it, rename it into place, then write the manifest beside it.
+    /// The suffix of a compressed seed file's name: `<name>.sqlite.gz`.
+    static let compressedSuffix = ".gz"
+
+    /// fsync the built file, measure it, put it (or its gzip) into place, then write the manifest
+    /// beside it, then remove the other form of the seed file an earlier build left.
     private func finish(_ temporary: String, in directory: Directory, recorded: [SeedManifest.Step]) throws(PackagingError) -> SeedManifest {
         let path = directory.path(temporary)
         let seedName = name + ".sqlite"
+        let compressedName = seedName + Self.compressedSuffix
+        let (file, stale) = compression == nil ? (seedName, compressedName) : (compressedName, seedName)
         let facts = try packaging(path: path) { try FileFacts(path: path, directory: directory, name: temporary) }
         guard let header = facts.header else {
             throw PackagingError(.integrityCheckFailed, path: path, message: "the built file does not start with a SQLite header")
@@ -279,16 +296,41 @@ public struct SeedBuilder: Sendable {
         let contentHash = try packaging(path: path) { try SeedContentHash.compute(path: path) }
         let manifest = SeedManifest(
             facts: SeedFacts(
-                name: name, version: version, file: seedName, size: facts.size, sha256: facts.sha256,
+                name: name, version: version, file: file, size: facts.size, sha256: facts.sha256,
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
-            steps: recorded, contentHash: contentHash)
-        try packaging(path: directory.path(seedName)) {
-            try directory.rename(temporary, to: seedName)
-            try directory.sync()
+            steps: recorded, contentHash: contentHash, compression: compression)
+        try packaging(path: directory.path(file)) {
+            if compression == nil {
+                try directory.rename(temporary, to: seedName)
+                try directory.sync()
+            } else {
+                try compress(temporary, into: compressedName, in: directory)
+                _ = try directory.remove(temporary)
+            }
             try directory.replaceAtomically(manifest.manifestFileName, with: Array(manifest.encoded()))
+            // Only once the manifest names the new file: until then, the old manifest's file stays.
+            if try directory.remove(stale) { try directory.sync() }
         }
-        logger.info("built seed", metadata: ["seed": "\(directory.path(seedName))", "version": "\(version)", "sha256": "\(facts.sha256)"])
+        logger.info("built seed", metadata: ["seed": "\(directory.path(file))", "version": "\(version)", "sha256": "\(facts.sha256)"])
         return manifest
+    }
+}
+
+extension SeedBuilder {
+    /// Writes the gzip of the database `temporary` as `compressedName`, durably (temp file,
+    /// fsync, rename, folder fsync), at level 9: the same database gives the same bytes.
+    private func compress(_ temporary: String, into compressedName: String, in directory: Directory) throws {
+        guard let source = try directory.openForReading(temporary) else {
+            throw PackagingError(.io, path: directory.path(temporary), message: "the built database disappeared before it was compressed")
+        }
+        let sourceFD = source.raw
+        let sizes = try directory.writeDurably(compressedName) { destinationFD, compressing in
+            try directory.fileSystem.performCoding(.write, directory.path(compressing)) { () throws(Gzip.Failure) in
+                try Gzip.compress(from: sourceFD, to: destinationFD)
+            }
+        }
+        withExtendedLifetime(source) {}
+        logger.info("compressed seed", metadata: ["seed": "\(directory.path(compressedName))", "database": "\(sizes.read)", "gzip": "\(sizes.written)"])
     }
 }
 

@@ -3,12 +3,13 @@ import Reseed
 
 extension SeedManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.
-    /// `contentHash` comes last, and only when there is one.
+    /// `compression` follows the seed's facts, and `contentHash` comes last, each only when there is one.
     public func encoded() -> Data {
         let steps = self.steps.map { step in
             "    {\"id\": \(JSONNode.quote(step.id)), \"checksum\": \(JSONNode.quote(step.checksum))}"
         }
-        let lines = ["  \"format\": \(format)"] + facts.jsonLines + [
+        let compression = self.compression.map { ["  \"compression\": \(JSONNode.quote($0.rawValue))"] } ?? []
+        let lines = ["  \"format\": \(format)"] + facts.jsonLines + compression + [
             steps.isEmpty ? "  \"steps\": []" : "  \"steps\": [\n" + steps.joined(separator: ",\n") + "\n  ]",
         ] + (contentHash.map { ["  \"contentHash\": \(JSONNode.quote($0))"] } ?? [])
         return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Reseed
 import SystemPackage
 
 /// What changed between two releases of a seed: schema objects, columns, and rows.
@@ -191,10 +192,14 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     /// Opens both files read-only and runs `body` in one read transaction on each, so everything
     /// it reads is seen at one instant. A SQLite error in `body` is attributed to the new file
     /// unless `body` attributes it to the old one itself.
+    /// A compressed seed file (`<name>.sqlite.gz`, its manifest beside it) is decompressed first,
+    /// into a checked temporary copy removed afterwards.
     static func readingBoth<T>(old: URL, new: URL, _ body: (_ old: Database, _ new: Database) throws -> T) throws -> T {
-        let oldQueue = try openReadOnly(old)
+        let oldFile = try databaseFile(old)
+        let oldQueue = try openReadOnly(oldFile.copied == nil ? old : URL(fileURLWithPath: oldFile.path))
         defer { try? oldQueue.close() }
-        let newQueue = try openReadOnly(new)
+        let newFile = try databaseFile(new)
+        let newQueue = try openReadOnly(newFile.copied == nil ? new : URL(fileURLWithPath: newFile.path))
         defer { try? newQueue.close() }
         return try Failure.attributing(to: old.path) {
             try oldQueue.read { oldDB in
@@ -217,6 +222,13 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         return try encoder.encode(self)
+    }
+
+    /// The database file at `url`: the file itself, or for a compressed seed file
+    /// (`<name>.sqlite.gz`) a checked, decompressed copy that lives as long as the value.
+    static func databaseFile(_ url: URL) throws -> Seed.DatabaseFile {
+        guard url.isFileURL, url.lastPathComponent.hasSuffix(".sqlite.gz") else { return Seed.DatabaseFile(path: url.path) }
+        return try Seed(at: url).databaseFile()
     }
 
     /// Opens `url` read-only; fails naming it when it is missing, a folder or not a database.

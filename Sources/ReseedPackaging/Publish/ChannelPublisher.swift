@@ -6,10 +6,10 @@ import SystemPackage
 ///
 /// In this order, so that a client reading the folder at any instant never meets a
 /// manifest whose seed is missing:
-/// 1. the seed is copied in as `<name>-<version>.sqlite` (temp file, SHA-256 checked
-///    against the seed's manifest in the same pass, fsync, rename, folder fsync); a file
-///    already there under that name must hold the same bytes, since a client may be
-///    downloading it;
+/// 1. the seed is copied in as `<name>-<version>.sqlite` (decompressed, for a compressed seed;
+///    temp file, SHA-256 checked against the seed's manifest in the same pass, fsync, rename,
+///    folder fsync); a file already there under that name must hold the same bytes, since a
+///    client may be downloading it;
 /// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync);
 /// 3. then `channel.json` the same way.
 ///
@@ -100,8 +100,11 @@ public struct ChannelPublisher: Sendable {
         let sourceFD = source.raw
         _ = try during(.publish, path: target) {
             try directory.writeDurably(file, write: { destinationFD, temporary in
-                try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                    try FileCopier(hashing: true, limit: seed.manifest.size + 1).copy(from: sourceFD, to: destinationFD)
+                // A compressed seed is published decompressed: the database its manifest describes.
+                try during(.publish, path: seed.fileURL.path) {
+                    try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(Gzip.Failure) in
+                        try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: true)
+                    }
                 }
             }, check: { copied, _ in
                 guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {

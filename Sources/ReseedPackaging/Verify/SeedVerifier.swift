@@ -4,7 +4,8 @@ import Reseed
 
 /// Proves that a seed is exactly what its manifest, and optionally its `Migrations/`, say.
 ///
-/// Checks the manifest against the file (size, SHA-256, header fields), runs
+/// Checks the manifest against the file (size, SHA-256, header fields; of the decompressed
+/// database, for a compressed seed), runs
 /// `PRAGMA integrity_check` and `foreign_key_check`, compares the embedded
 /// metadata with the manifest, recomputes the ``SeedContentHash`` and compares it with
 /// the manifest's `contentHash` (a manifest without one gets a note, not a finding), and, given a migrations folder, compares the
@@ -26,6 +27,9 @@ public struct SeedVerifier: Sendable {
             case sizeMismatch, checksumMismatch, headerMismatch, integrity, foreignKeys, metadataMismatch
             /// The content hash of the seed's schema and rows is not the manifest's `contentHash`.
             case contentHashMismatch
+            /// A compressed seed file that does not decompress (a damaged or truncated gzip stream,
+            /// or one that inflates past the manifest's size); nothing else could be checked.
+            case compression
             /// A step in the folder that the seed was not built with.
             case stepAdded
             /// A step the seed was built with that the folder no longer has.
@@ -72,11 +76,22 @@ public struct SeedVerifier: Sendable {
             throw PackagingError.wrapping(error, path: seed.path)
         }
         let manifest = located.manifest
-        let path = located.fileURL.path
         var findings: [Finding] = []
         func add(_ kind: Finding.Kind, _ message: String, step: String? = nil) {
             findings.append(Finding(kind: kind, message: message, step: step))
         }
+        // A compressed seed is checked as the database it decompresses to, in a temporary copy;
+        // a size or SHA-256 that differs from the manifest's is a finding below, not a failure here.
+        let file: Seed.DatabaseFile
+        do {
+            file = try located.databaseFile(checking: false)
+        } catch where error.code == .verificationFailed {
+            add(.compression, "\(manifest.file) does not decompress: \(error.message)")
+            return Report(seed: located.fileURL.path, name: manifest.name, version: manifest.version, findings: findings)
+        } catch {
+            throw PackagingError.wrapping(error, path: located.fileURL.path)
+        }
+        let path = file.path
 
         let facts = try packaging(path: path) { try FileFacts(path: path) }
         if facts.size != manifest.size { add(.sizeMismatch, "\(manifest.file) is \(facts.size) bytes, the manifest says \(manifest.size)") }
@@ -136,7 +151,7 @@ public struct SeedVerifier: Sendable {
                 add(.stepMissing, "step \(step.id) built the seed but is no longer in \(migrations.path)", step: step.id)
             }
         }
-        return Report(seed: path, name: manifest.name, version: manifest.version, findings: findings, notes: notes)
+        return Report(seed: located.fileURL.path, name: manifest.name, version: manifest.version, findings: findings, notes: notes)
     }
 
     private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> SeedMetadata? {

@@ -1,0 +1,258 @@
+import CZlib
+import Foundation
+import Reseed
+import ReseedTestSupport
+import Testing
+
+/// The gzip codec against gzip(1), and the streams its decoder must refuse.
+@Suite struct GzipTests {
+    /// Bytes that compress like a database: runs of text and numbers, with random stretches.
+    static func sample(_ count: Int, seed: UInt64) -> [UInt8] {
+        var random = SplitMix64(seed: seed)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        let words = ["injury", "category", "triage", "urgent", "minor", "0001", "hemorrhage", " ", ",", "\n"].map { Array($0.utf8) }
+        while bytes.count < count {
+            if random.chance(0.2) {
+                for _ in 0..<random.int(1..<64) { bytes.append(UInt8(truncatingIfNeeded: random.next())) }
+            } else {
+                bytes += random.pick(words)
+            }
+        }
+        return Array(bytes.prefix(count))
+    }
+
+    static func compressed(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data") throws -> URL {
+        let plain = folder.appending(name)
+        try Data(bytes).write(to: plain)
+        let gz = folder.appending(name + ".gz")
+        let source = try FileSystem.openRegularFile(plain.path)
+        #expect(FileManager.default.createFile(atPath: gz.path, contents: nil))
+        let destination = try FileSystem.openRegularFile(gz.path, access: .writeOnly)
+        let sizes = try Gzip.compress(from: source.raw, to: destination.raw)
+        #expect(sizes.read == Int64(bytes.count))
+        #expect(sizes.written == Int64(try Data(contentsOf: gz).count))
+        return gz
+    }
+
+    /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
+    static func decode(_ stream: [UInt8], limit: Int64 = .max, piece: Int = 1 << 16) -> Result<[UInt8], Gzip.Failure> {
+        stream.withUnsafeBytes { all in
+            do throws(Gzip.Failure) {
+                var decoder = try GzipDecoder(limit: limit)
+                var output: [UInt8] = []
+                var start = 0
+                while start < all.count {
+                    let end = min(all.count, start + piece)
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[start..<end])) { output += $0 }
+                    start = end
+                }
+                try decoder.finish()
+                return .success(output)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    static func shell(_ command: String) throws -> (status: Int32, output: Data) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    static func quoted(_ url: URL) -> String { "'" + url.path.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    @Test(arguments: [0, 1, 65_535, 65_536, 65_537, 3 << 20 | 7])
+    func roundTripMatchesGzip(size: Int) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let bytes = Self.sample(size, seed: UInt64(size))
+        let gz = try Self.compressed(bytes, in: folder)
+        // gzip(1) reads ours (and checks its CRC and length).
+        let theirs = try Self.shell("gzip -dc \(Self.quoted(gz))")
+        #expect(theirs.status == 0)
+        #expect(theirs.output == Data(bytes))
+        // Ours, through files, with the SHA-256 of the output.
+        let out = folder.appending("out")
+        #expect(FileManager.default.createFile(atPath: out.path, contents: nil))
+        let source = try FileSystem.openRegularFile(gz.path)
+        let destination = try FileSystem.openRegularFile(out.path, access: .writeOnly)
+        let result = try Gzip.decompress(from: source.raw, to: destination.raw, limit: Int64(size), hashing: true)
+        #expect(result.bytes == Int64(size))
+        #expect(try Data(contentsOf: out) == Data(bytes))
+        #expect(result.sha256 == (try FileFacts(path: out.path)).sha256)
+        // In pieces of every awkward size.
+        let stream = try [UInt8](Data(contentsOf: gz))
+        for piece in [1, 7, 4096] where stream.count / piece < 200_000 {
+            #expect(try Self.decode(stream, piece: piece).get() == bytes)
+        }
+    }
+
+    @Test(arguments: ["-9n", "-9", "-1"])
+    func decodesWhatGzipWrites(options: String) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let bytes = Self.sample(1 << 20 | 3, seed: 9)
+        let plain = folder.appending("a file name.sqlite")
+        try Data(bytes).write(to: plain)
+        // Without -n, gzip stores the name (FNAME) and time: read and skipped.
+        let theirs = try Self.shell("gzip \(options) -c \(Self.quoted(plain))")
+        #expect(theirs.status == 0)
+        #expect(try Self.decode([UInt8](theirs.output)).get() == bytes)
+    }
+
+    @Test func sameInputGivesTheSameBytes() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let bytes = Self.sample(2 << 20, seed: 4)
+        let first = try Data(contentsOf: Self.compressed(bytes, in: folder, as: "one"))
+        let second = try Data(contentsOf: Self.compressed(bytes, in: folder, as: "two"))
+        #expect(first == second)
+        // MTIME 0, no flags, XFL 2 (level 9), OS 255.
+        #expect(Array(first.prefix(10)) == [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 255])
+        #expect(Gzip.header(level: 1)[8] == 4)
+    }
+
+    @Test func refusesAStreamCutAnywhere() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let stream = try [UInt8](Data(contentsOf: Self.compressed(Self.sample(8_000, seed: 2), in: folder)))
+        var failures = FuzzFailures()
+        for cut in 0..<stream.count {
+            let result = Self.decode(Array(stream.prefix(cut)), piece: 1 << 20)
+            guard case .failure(.invalid(let reason)) = result else {
+                failures.check(false, "cut at \(cut): \(result)")
+                continue
+            }
+            failures.check(reason.hasPrefix("truncated"), "cut at \(cut): \(reason)")
+        }
+        #expect(failures.count == 0, "\(failures.summary)")
+    }
+
+    @Test func refusesAWrongTrailer() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let stream = try [UInt8](Data(contentsOf: Self.compressed(Self.sample(10_000, seed: 3), in: folder)))
+        var badCRC = stream
+        badCRC[stream.count - 8] ^= 0x01
+        #expect(Self.message(Self.decode(badCRC)).contains("CRC-32"))
+        var badSize = stream
+        badSize[stream.count - 4] ^= 0x01
+        #expect(Self.message(Self.decode(badSize)).contains("the trailer says"))
+    }
+
+    @Test func refusesBytesAfterTheMember() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let one = try [UInt8](Data(contentsOf: Self.compressed(Self.sample(5_000, seed: 5), in: folder, as: "one")))
+        let two = try [UInt8](Data(contentsOf: Self.compressed(Self.sample(5_000, seed: 6), in: folder, as: "two")))
+        #expect(Self.message(Self.decode(one + [0])).contains("bytes follow the end of the gzip member"))
+        // gzip -dc would print both members' bytes; a seed is one file.
+        #expect(Self.message(Self.decode(one + two)).contains("concatenated members are not supported"))
+        #expect(Self.message(Self.decode(one + two, piece: one.count + 1)).contains("concatenated"))
+    }
+
+    @Test func refusesABadHeader() {
+        let body: [UInt8] = [3, 0, 0, 0, 0, 0, 0, 0, 0, 0]  // an empty final block, CRC 0, ISIZE 0
+        #expect(Self.message(Self.decode([0x1f, 0x8c] + body)).contains("magic"))
+        #expect(Self.message(Self.decode([0x1f, 0x8b, 7, 0, 0, 0, 0, 0, 0, 3] + body)).contains("method 7"))
+        #expect(Self.message(Self.decode([0x1f, 0x8b, 8, 0x20, 0, 0, 0, 0, 0, 3] + body)).contains("reserved"))
+        // FHCRC: the low 16 bits of the header's CRC-32.
+        let header: [UInt8] = [0x1f, 0x8b, 8, 2, 0, 0, 0, 0, 0, 3]
+        let crc = UInt32(truncatingIfNeeded: header.withUnsafeBufferPointer { crc32(0, $0.baseAddress, uInt($0.count)) })
+        #expect((try? Self.decode(header + [UInt8(crc & 0xff), UInt8(crc >> 8 & 0xff)] + body).get()) == [])
+        #expect(Self.message(Self.decode(header + [UInt8(crc & 0xff) ^ 1, UInt8(crc >> 8 & 0xff)] + body)).contains("header CRC"))
+        // FNAME longer than 64 KiB.
+        let long = [UInt8](repeating: 0x61, count: GzipDecoder.maximumHeaderField + 1)
+        #expect(Self.message(Self.decode([0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 3] + long + [0] + body)).contains("file name is longer"))
+        #expect(Self.message(Self.decode([])).contains("empty"))
+    }
+
+    /// 1 GiB of zeros as 1024 identical, byte-aligned 1 MiB deflate blocks (each ended by a full
+    /// flush), behind a gzip header: the decoder stops after the limit, having read a few KiB.
+    @Test func stopsABombAtTheLimit() throws {
+        let chunk = try Self.fullyFlushedZeros(1 << 20)
+        let stream = Gzip.header(level: 9) + Array([[UInt8]](repeating: chunk, count: 1024).joined()) + [3, 0]
+        let limit: Int64 = 1 << 20
+        var handedOut: Int64 = 0
+        var fed = 0
+        let failure = stream.withUnsafeBytes { all -> Gzip.Failure? in
+            do throws(Gzip.Failure) {
+                var decoder = try GzipDecoder(limit: limit)
+                while fed < all.count {
+                    let end = min(all.count, fed + 4096)
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[fed..<end])) { handedOut += Int64($0.count) }
+                    fed = end
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(failure == .tooLong(limit: limit))
+        #expect(handedOut <= limit)
+        // It stopped within the second chunk: the rest was never read.
+        #expect(fed <= 3 * chunk.count + 4096, "read \(fed) of \(stream.count) bytes")
+    }
+
+    /// Random byte flips in a valid stream: the decoder never traps, and what it accepts is the original.
+    @Test func flippedBytesAreRefusedOrHarmless() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let original = Self.sample(12_000, seed: 8)
+        let stream = try [UInt8](Data(contentsOf: Self.compressed(original, in: folder)))
+        var random = SplitMix64(seed: 0x9217)
+        var failures = FuzzFailures()
+        var accepted = 0
+        for index in 0..<1_500 {
+            var damaged = stream
+            for _ in 0..<random.int(1..<4) {
+                damaged[random.int(0..<damaged.count)] ^= UInt8(truncatingIfNeeded: random.int(1..<256))
+            }
+            switch Self.decode(damaged, limit: Int64(original.count) * 4, piece: random.pick([1, 100, 1 << 16])) {
+            case .success(let output):
+                accepted += 1
+                failures.check(output == original, "case \(index): accepted different output")
+            case .failure(.invalid), .failure(.tooLong):
+                break
+            case .failure(let other):
+                failures.check(false, "case \(index): \(other)")
+            }
+        }
+        #expect(failures.count == 0, "\(failures.summary)")
+        // Only flips in MTIME, XFL or OS pass: a few percent of the cases at most.
+        #expect(accepted < 150)
+    }
+
+    static func message(_ result: Result<[UInt8], Gzip.Failure>) -> String {
+        switch result {
+        case .success: "accepted"
+        case .failure(let failure): failure.description
+        }
+    }
+
+    /// `count` zeros as raw deflate from a fresh stream, ended by Z_FULL_FLUSH: byte-aligned and
+    /// needing no earlier bytes, so copies of it follow one another in one valid stream.
+    static func fullyFlushedZeros(_ count: Int) throws -> [UInt8] {
+        // On the heap: zlib keeps the stream's address and checks it on every call.
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        defer { stream.deallocate() }
+        try #require(deflateInit2_(stream, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK)
+        defer { deflateEnd(stream) }
+        var input = [UInt8](repeating: 0, count: count)
+        var output = [UInt8](repeating: 0, count: count / 100 + 1024)
+        let produced = input.withUnsafeMutableBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { output in
+                stream.pointee.next_in = input.baseAddress
+                stream.pointee.avail_in = uInt(input.count)
+                stream.pointee.next_out = output.baseAddress
+                stream.pointee.avail_out = uInt(output.count)
+                let code = deflate(stream, Z_FULL_FLUSH)
+                return code == Z_OK && stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0 ? output.count - Int(stream.pointee.avail_out) : -1
+            }
+        }
+        try #require(produced > 0)
+        return Array(output.prefix(produced))
+    }
+}
