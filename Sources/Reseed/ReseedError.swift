@@ -71,7 +71,8 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// A user store (see ``Launcher/UserStore``): copying the user's tables out of a single-file
         /// store, opening it with the seed attached, running the app's migrator, checking it against the seed.
         case importUserTables, openUserStore, migrateUserStore, checkUserStore
-        /// Row-level deltas (see `SeedDelta`): building one from two seeds, applying one to a copy of a seed.
+        /// Row-level deltas (see `SeedDelta`): building one from two seeds; applying a channel's delta
+        /// (decompressing it, copying the installed seed, applying the delta to the copy).
         case buildDelta, applyDelta
     }
 

@@ -8,7 +8,9 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
             discussion: """
-                The seed is copied in as <name>-<version>.sqlite (checked against its manifest), then \
+                The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and gzip-compressed \
+                beside it; for each of the last --deltas releases the channel offered whose seed file is still in the \
+                folder, a row-level delta to the new seed is built, checked and compressed; then \
                 channel.json.sig and channel.json are replaced atomically, in that order. Serve the folder from \
                 any static HTTP host; apps update from it with `reseed update` or ChannelUpdater.
                 """)
@@ -22,22 +24,43 @@ extension ReseedCommand {
         @Option(name: .customLong("private-key"), help: ArgumentHelp("The private key file from `reseed keygen`.", valueName: "path"))
         var privateKey: String
 
+        @Option(help: ArgumentHelp("How many earlier releases of the channel get a row-level delta to this seed (0: none).", valueName: "n"))
+        var deltas = 5
+
+        @Flag(name: .customLong("no-compress"), help: "Do not publish the gzip-compressed seed beside it (for data that does not compress).")
+        var noCompress = false
+
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
+
+        func validate() throws {
+            guard (0...ChannelManifest.maximumDeltas).contains(deltas) else {
+                throw ValidationError("--deltas must be between 0 and \(ChannelManifest.maximumDeltas)")
+            }
+        }
 
         @MainActor
         func run() async throws {
             try await reportingErrors {
                 let key = try ChannelPrivateKey(contentsOf: fileURL(privateKey))
-                let published = try ChannelPublisher(channel: fileURL(channel), privateKey: key).publish(try Seed(at: fileURL(seed)))
+                var publisher = ChannelPublisher(channel: fileURL(channel), privateKey: key)
+                publisher.deltas = deltas
+                publisher.compresses = !noCompress
+                let published = try publisher.publish(try Seed(at: fileURL(seed)))
                 let manifest = published.manifest
                 if json {
-                    try Terminal.out(json: Report(
-                        name: manifest.name, version: manifest.version, file: published.seedURL.path, size: manifest.size,
-                        sha256: manifest.sha256, manifest: published.manifestURL.path, copied: published.copied))
+                    try Terminal.out(json: Report(published))
                 } else {
-                    try Terminal.out("Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
-                        + (published.copied ? "" : ", already there") + "), \(ChannelManifest.fileName) signed.")
+                    var lines = ["Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
+                        + (published.copied ? "" : ", already there") + ")"
+                        + (manifest.compressed.map { ", \($0.file) (\($0.size) bytes)" } ?? "") + ", \(ChannelManifest.fileName) signed."]
+                    for delta in manifest.deltas {
+                        lines.append("  delta from \(delta.fromVersion): \(delta.file.file) (\(delta.file.size) bytes)")
+                    }
+                    for skipped in published.skippedDeltas {
+                        lines.append("  no delta from \(skipped.fromVersion): \(skipped.reason)")
+                    }
+                    try Terminal.out(lines.joined(separator: "\n"))
                 }
             }
         }
@@ -57,5 +80,41 @@ extension ReseedCommand.Publish {
         var manifest: String
         /// False when the channel already held the seed.
         var copied: Bool
+        /// The compressed seed file and its size.
+        @NullWhenNil var compressedFile: String?
+        @NullWhenNil var compressedSize: Int64?
+        @NullWhenNil var contentHash: String?
+        /// The deltas published to this seed.
+        var deltas: [Delta]
+        /// The earlier releases that got no delta, and why.
+        var skippedDeltas: [Skipped]
+
+        struct Delta: Encodable {
+            var fromVersion: String
+            var fromContentHash: String
+            var file: String
+            var size: Int64
+        }
+
+        struct Skipped: Encodable {
+            var fromVersion: String
+            var reason: String
+        }
+
+        init(_ published: ChannelPublisher.Result) {
+            let manifest = published.manifest
+            name = manifest.name
+            version = manifest.version
+            file = published.seedURL.path
+            size = manifest.size
+            sha256 = manifest.sha256
+            self.manifest = published.manifestURL.path
+            copied = published.copied
+            compressedFile = manifest.compressed.map { _ in published.compressedURL.path }
+            compressedSize = manifest.compressed?.size
+            contentHash = manifest.contentHash
+            deltas = manifest.deltas.map { Delta(fromVersion: $0.fromVersion, fromContentHash: $0.fromContentHash, file: $0.file.file, size: $0.file.size) }
+            skippedDeltas = published.skippedDeltas.map { Skipped(fromVersion: $0.fromVersion, reason: $0.reason) }
+        }
     }
 }

@@ -9,7 +9,9 @@ extension ReseedCommand {
             discussion: """
                 Fetches <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks its \
                 signature with the public key, and when it offers a newer version than the installed one, downloads \
-                the seed (resuming a broken download), verifies its size and SHA-256 and installs it. The next \
+                the seed (resuming a broken download), verifies its size and SHA-256 and installs it. When the channel \
+                offers a delta from the installed seed's content hash, only the changed rows are downloaded and applied \
+                to a copy of the installed seed (any failure falls back to the full seed). The next \
                 `reseed launch` keeps it unless the bundled seed is newer. Exit status 0 when the store is up to date \
                 with the channel, 1 otherwise.
                 """)
@@ -92,7 +94,9 @@ extension ReseedCommand {
             case .updated:
                 var text = "Updated \(outcome.name) to \(outcome.version)"
                 if let previous = outcome.previousVersion { text += " (was \(previous))" }
-                text += " from \(channel.absoluteString): \(outcome.downloadedBytes) bytes downloaded"
+                text += " from \(channel.absoluteString)" + (outcome.method == .delta ? " with a delta" : "")
+                text += ": \(outcome.downloadedBytes) bytes downloaded"
+                if let failure = outcome.deltaFailure { text += " (the full seed: the delta failed, \(failure))" }
                 if let resumed = outcome.resumedFrom { text += ", resumed at byte \(resumed)" }
                 return text + ", at \(outcome.storeURL.path)."
             }
@@ -120,6 +124,12 @@ extension ReseedCommand.Update {
         /// `reseed launch --json` and are always `[]` and `null`.
         var appliedMigrations: [String] = []
         @NullWhenNil var userStoreKeptAside: String? = nil
+        /// `delta` or `full` when a seed was installed, else null.
+        @NullWhenNil var method: ChannelUpdater.Method?
+        /// The installed seed's content hash before the update, as recorded at its install (null when unknown).
+        @NullWhenNil var fromContentHash: String?
+        /// Why the channel's delta was not used, when the update fell back to the full seed.
+        @NullWhenNil var deltaFailure: String?
 
         init(_ update: ChannelUpdater.Outcome, channel: URL) {
             outcome = update.action
@@ -134,6 +144,9 @@ extension ReseedCommand.Update {
             userStore = update.userStoreURL?.path
             importedTables = update.importedTables
             orphans = update.orphans
+            method = update.method
+            fromContentHash = update.fromContentHash
+            deltaFailure = update.deltaFailure
         }
     }
 }

@@ -43,9 +43,13 @@ final class ChannelSandbox {
         return outcome
     }
 
+    /// Publishes `seed`. Uncompressed unless asked: the download tests cut, tamper and count the
+    /// bytes of the seed file itself (`ChannelDeltaTests` publish compressed, as `reseed publish` does).
     @discardableResult
-    func publish(_ seed: Seed) throws -> ChannelPublisher.Result {
-        try ChannelPublisher(channel: channel, privateKey: key).publish(seed)
+    func publish(_ seed: Seed, compressed: Bool = false) throws -> ChannelPublisher.Result {
+        var publisher = ChannelPublisher(channel: channel, privateKey: key)
+        publisher.compresses = compressed
+        return try publisher.publish(seed)
     }
 
     /// 1.0.0 installed from the bundle, 1.1.0 (4 rows, padded) published, and a first update whose

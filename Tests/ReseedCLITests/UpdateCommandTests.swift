@@ -70,9 +70,10 @@ import Testing
         let newer = try sandbox.seed("1.1.0", rows: 4)
         let published = try ReseedBinary.run(["publish", newer.manifestURL.deletingLastPathComponent().path, "--channel", sandbox.channel.path, "--private-key", privateKey])
         #expect(published.status == 0)
-        #expect(published.stdout == "Published items 1.1.0 to \(sandbox.channel.path): items-1.1.0.sqlite (\(newer.manifest.size) bytes), channel.json signed.\n")
+        let compressedSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.channel.appendingPathComponent("items-1.1.0.sqlite.gz").path)[.size] as? Int)
+        #expect(published.stdout == "Published items 1.1.0 to \(sandbox.channel.path): items-1.1.0.sqlite (\(newer.manifest.size) bytes), items-1.1.0.sqlite.gz (\(compressedSize) bytes), channel.json signed.\n")
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).filter { !$0.hasPrefix(".") })
-                == ["channel.json", "channel.json.sig", "items-1.1.0.sqlite"])
+                == ["channel.json", "channel.json.sig", "items-1.1.0.sqlite", "items-1.1.0.sqlite.gz"])
 
         let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey,
                       "--seed", bundled.manifestURL.path, "--data-dir", data, "--json", "--timeout", "120"]
@@ -84,6 +85,10 @@ import Testing
         #expect(updated["outcome"] as? String == "updated")
         #expect(updated["version"] as? String == "1.1.0")
         #expect(updated["previousVersion"] as? String == "1.0.0")
+        // No earlier release in the channel: no delta; the compressed seed came down.
+        #expect(updated["method"] as? String == "full")
+        #expect(updated["fromContentHash"] as? String == bundled.manifest.contentHash)
+        #expect((updated["downloadedBytes"] as? NSNumber)?.intValue == compressedSize)
         #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
 
         let second = try ReseedBinary.run(update)

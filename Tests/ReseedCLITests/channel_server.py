@@ -21,7 +21,8 @@ file name:
     {"gzip": {"channel.json": 1024}}       answer 200 with Content-Encoding: gzip, whatever the request asked
                                            for, and no Content-Length: a gzip bomb (about 1 KB a MiB) that
                                            inflates to this many MiB
-And one switch for every file:
+And switches for every file:
+    {"rate": 2500000}                      send every body at most this many bytes a second (a throttled link)
     {"validators": {"etag": false, "lastModified": DATE, "date": DATE}}
                                            send no ETag (a host that has none), and this Last-Modified and
                                            Date (HTTP dates) instead of the file's mtime and the clock; a
@@ -204,6 +205,8 @@ class Handler(BaseHTTPRequestHandler):
         if stall is not None:
             cut = stall
         pause = switches.get("trickle", {}).get(name)
+        rate = switches.get("rate")
+        began = time.monotonic()
         sent = 0
         try:
             with open(path, "rb") as f:
@@ -224,6 +227,11 @@ class Handler(BaseHTTPRequestHandler):
                     self.wfile.write(data)
                     sent += len(data)
                     remaining -= len(data)
+                    if rate:
+                        # Throttled: never ahead of `rate` bytes a second since the body began.
+                        ahead = sent / float(rate) - (time.monotonic() - began)
+                        if ahead > 0:
+                            time.sleep(ahead)
         except (BrokenPipeError, ConnectionResetError):
             log({"done": "/" + name, "sent": sent})
             return

@@ -120,15 +120,22 @@ struct Installation {
         try .judging(storeName, in: directory)
     }
 
+    /// The preferences key of the installed seed's content hash (``SeedManifest/contentHash``), in the store's entry.
+    static let contentHashKey = "contentHash"
+
     /// Step 5: records the seed's version and source; returns where corrupt preferences were moved, if they were.
     ///
     /// With a user store, the entry also says the store file holds no user tables (`"userStore"`);
-    /// without one, a `"userStore"` an earlier launch recorded is cleared.
+    /// without one, a `"userStore"` an earlier launch recorded is cleared. The seed's content hash
+    /// is recorded when its manifest has one, and an earlier one cleared when it has none.
     func recordVersion() throws(ReseedError) -> URL? {
         var values: [(key: String, json: String)] = [("version", JSONNode.quote(manifest.version)), ("source", JSONNode.quote(source.rawValue))]
         if let userStore = configuration.userStore { values.append(("userStore", JSONNode.quote(userStore.name))) }
-        return try preferences.record(values, for: manifest.name, clearing: configuration.userStore == nil ? ["userStore"] : [],
-                                      timeout: configuration.lockTimeout, logger: logger)
+        // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
+        if let contentHash = manifest.contentHash { values.append((Self.contentHashKey, JSONNode.quote(contentHash))) }
+        var clearing = configuration.userStore == nil ? ["userStore"] : []
+        if manifest.contentHash == nil { clearing.append(Self.contentHashKey) }
+        return try preferences.record(values, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
     }
 
     /// Step 5 is due when the store changed, the preferences did not say what it holds, or they

@@ -127,12 +127,7 @@ extension SeedManifest {
         }
         let facts = try fields.seedFacts()
         let steps = try fields.steps()
-        var contentHash: String?
-        if fields.root["contentHash"] != nil {
-            let text = try fields.string("contentHash")
-            guard isSHA256(text) else { throw fields.invalid("contentHash", "contentHash must be 64 lowercase hex digits") }
-            contentHash = text
-        }
+        let contentHash = try fields.optionalSHA256("contentHash")
         var compression: Compression?
         if fields.root["compression"] != nil {
             let text = try fields.string("compression")
@@ -262,6 +257,14 @@ struct ManifestFields {
         guard let value = Int64(text) else { throw invalid(field, "\(text) is not an integer in range") }
         guard range.contains(value) else { throw invalid(field, "\(value) is outside \(range.lowerBound)...\(range.upperBound)") }
         return value
+    }
+
+    /// The 64 lowercase hex digits at `field`, or nil when the field is absent.
+    func optionalSHA256(_ field: String) throws(ReseedError) -> String? {
+        guard root[field] != nil else { return nil }
+        let text = try string(field)
+        guard SeedManifest.isSHA256(text) else { throw invalid(field, "\(field) must be 64 lowercase hex digits") }
+        return text
     }
 
     mutating func steps() throws(ReseedError) -> [SeedManifest.Step] {

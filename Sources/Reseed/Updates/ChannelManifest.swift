@@ -27,16 +27,79 @@ import Foundation
 /// reader must know to use it. A reader ignores keys it does not know, and refuses a
 /// manifest whose `minimumFormat` is newer than its own format. The other fields are the
 /// seed manifest's (``SeedFacts``) but for the migration steps, which a client does not need.
+///
+/// Format 2 adds three optional keys after those, which a format-1 reader ignores (so a
+/// channel published with them still says `"minimumFormat": 1`, and older apps keep
+/// downloading `file`):
+///
+/// ```json
+///   "contentHash": "5d41a8…",
+///   "compressed": {"encoding": "gzip", "file": "triage-2.1.0.sqlite.gz", "size": 9412, "sha256": "…"},
+///   "deltas": [
+///     {"fromVersion": "2.0.0", "fromContentHash": "77c0e1…", "encoding": "gzip",
+///      "file": "triage-2.1.0.from-2.0.0.delta.gz", "size": 812, "sha256": "…"}
+///   ]
+/// ```
+///
+/// - `contentHash`: the seed's ``SeedManifest/contentHash``; a delta's result must have it.
+/// - `compressed`: the seed file gzip-compressed; `size` and `sha256` are the compressed file's,
+///   while the top-level `size` and `sha256` still describe the database it decompresses to.
+/// - `deltas`: row-level deltas (see <doc:RowLevelDeltas>), each from the seed whose content hash
+///   is `fromContentHash`, gzip-compressed; `size` and `sha256` are the compressed file's.
+///
+/// An entry whose `encoding` this reader does not know is skipped, not refused.
 @dynamicMemberLookup
 public struct ChannelManifest: Sendable, Hashable {
     /// The channel format this version of Reseed writes, and the newest it reads.
-    public static let currentFormat = 1
+    public static let currentFormat = 2
     /// The manifest's file name in the channel folder.
     public static let fileName = "channel.json"
     /// The signature's file name in the channel folder: the base64 of the 64-byte Ed25519 signature, one line.
     public static let signatureFileName = "channel.json.sig"
     /// The largest manifest a client reads (64 KiB); a larger one is refused before the rest is read.
     public static let maximumFileSize = 64 << 10
+
+    /// A file of the channel besides the seed itself (its compressed form, a delta): where it
+    /// is, how large and what SHA-256 it has as stored, and how it is encoded.
+    public struct File: Sendable, Hashable {
+        /// The encodings this Reseed reads: `gzip`.
+        public static let knownEncodings: Set<String> = ["gzip"]
+        /// How the file is encoded: `gzip`.
+        public var encoding: String
+        /// Its name in the channel folder: a plain name.
+        public var file: String
+        /// Its size in bytes as stored; a download never reads more.
+        public var size: Int64
+        /// Lowercase hex SHA-256 of its bytes as stored.
+        public var sha256: String
+
+        public init(encoding: String = "gzip", file: String, size: Int64, sha256: String) {
+            self.encoding = encoding
+            self.file = file
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    /// A row-level delta the channel offers: it turns the seed whose content hash is
+    /// ``fromContentHash`` into this manifest's seed.
+    public struct Delta: Sendable, Hashable {
+        /// The version of the seed it starts from (for people; the updater matches the hash).
+        public var fromVersion: String
+        /// The content hash of the seed it starts from.
+        public var fromContentHash: String
+        /// The compressed delta file.
+        public var file: File
+
+        public init(fromVersion: String, fromContentHash: String, file: File) {
+            self.fromVersion = fromVersion
+            self.fromContentHash = fromContentHash
+            self.file = file
+        }
+    }
+
+    /// The most deltas a manifest may list (the manifest itself is at most 64 KiB).
+    public static let maximumDeltas = 64
 
     /// The format the publisher wrote.
     public var format: Int
@@ -45,20 +108,34 @@ public struct ChannelManifest: Sendable, Hashable {
     /// The seed's name, version, file (its name in the channel folder), size, SHA-256 and header
     /// values, read as the manifest's own (`manifest.version`).
     public var facts: SeedFacts
+    /// The seed's content hash, when the publisher stated it (format 2).
+    public var contentHash: String?
+    /// The seed file gzip-compressed, when the channel offers it (format 2).
+    public var compressed: File?
+    /// The deltas the channel offers to this seed, newest starting point first (format 2).
+    public var deltas: [Delta]
 
     /// The channel manifest of `seed`, published under the file name `file`.
     package init(seed: SeedManifest, file: String) {
         var facts = seed.facts
         facts.file = file
-        self.init(facts: facts)
+        self.init(facts: facts, contentHash: seed.contentHash)
     }
 
-    /// A channel manifest from its fields; both formats default to ``currentFormat``.
-    init(format: Int = ChannelManifest.currentFormat, minimumFormat: Int = ChannelManifest.currentFormat, facts: SeedFacts) {
+    /// A channel manifest from its fields. `format` defaults to ``currentFormat``, `minimumFormat`
+    /// to ``oldestReadableFormat``: what format 2 adds, a format-1 reader can ignore.
+    init(format: Int = ChannelManifest.currentFormat, minimumFormat: Int = ChannelManifest.oldestReadableFormat, facts: SeedFacts,
+         contentHash: String? = nil, compressed: File? = nil, deltas: [Delta] = []) {
         self.format = format
         self.minimumFormat = minimumFormat
         self.facts = facts
+        self.contentHash = contentHash
+        self.compressed = compressed
+        self.deltas = deltas
     }
+
+    /// The `minimumFormat` a publisher writes: 1, since a format-1 reader can use every manifest this Reseed writes.
+    public static let oldestReadableFormat = 1
 
     /// A field of ``facts`` as the manifest's own: `manifest.version` is `manifest.facts.version`.
     public subscript<Value>(dynamicMember field: WritableKeyPath<SeedFacts, Value>) -> Value {
@@ -80,7 +157,15 @@ public struct ChannelManifest: Sendable, Hashable {
     package func seedManifest(file: String) -> SeedManifest {
         var facts = self.facts
         facts.file = file
-        return SeedManifest(facts: facts, steps: [])
+        return SeedManifest(facts: facts, steps: [], contentHash: contentHash)
+    }
+
+    /// The file name of the delta from `fromVersion` to this seed: `<name>-<version>.from-<fromVersion>.delta.gz`,
+    /// both versions made safe as in ``seedFileName(name:version:)``.
+    package static func deltaFileName(name: String, version: String, fromVersion: String) -> String {
+        let target = seedFileName(name: name, version: version).dropLast(".sqlite".count)
+        let from = seedFileName(name: "", version: fromVersion).dropFirst().dropLast(".sqlite".count)
+        return "\(target).from-\(from).delta.gz"
     }
 
     /// Checks and decodes manifest bytes (already verified against their signature); `source` names them in errors.
@@ -108,6 +193,48 @@ public struct ChannelManifest: Sendable, Hashable {
         guard !facts.file.hasPrefix(".") else {
             throw fields.invalid("file", "file \(JSONNode.quote(facts.file)) is not a plain file name")
         }
-        return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts)
+        let contentHash = try fields.optionalSHA256("contentHash")
+        let compressed = try root["compressed"].flatMap { node throws(ReseedError) in
+            try file(node, field: "compressed", limit: SeedManifest.maximumSeedSize, fields: fields)
+        }
+        var deltas: [Delta] = []
+        if let node = root["deltas"] {
+            guard case .array(let elements) = node.value else { throw fields.invalid("deltas", "expected an array, found \(node.kindName)") }
+            guard elements.count <= maximumDeltas else { throw fields.invalid("deltas", "\(elements.count) deltas; at most \(maximumDeltas)") }
+            for (index, element) in elements.enumerated() {
+                let field = "deltas[\(index)]"
+                // A delta larger than the seed it leads to is never worth downloading.
+                guard let file = try file(element, field: field, limit: facts.size, fields: fields) else { continue }
+                let entry = ManifestFields(root: element, path: source, step: .checkManifest)
+                do throws(ReseedError) {
+                    let fromVersion = try entry.string("fromVersion")
+                    guard let fromContentHash = try entry.optionalSHA256("fromContentHash") else { throw entry.invalid("fromContentHash", "missing") }
+                    deltas.append(Delta(fromVersion: fromVersion, fromContentHash: fromContentHash, file: file))
+                } catch {
+                    throw fields.invalid(field, error.message)
+                }
+            }
+        }
+        return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts,
+                               contentHash: contentHash, compressed: compressed, deltas: deltas)
+    }
+
+    /// A ``File`` object at `field`; nil when its encoding is one this Reseed does not read.
+    private static func file(_ node: JSONNode, field: String, limit: Int64, fields: ManifestFields) throws(ReseedError) -> File? {
+        guard case .object = node.value else { throw fields.invalid(field, "expected an object, found \(node.kindName)") }
+        let entry = ManifestFields(root: node, path: fields.path, step: .checkManifest)
+        do throws(ReseedError) {
+            let encoding = try entry.string("encoding")
+            guard File.knownEncodings.contains(encoding) else { return nil }
+            let file = try entry.string("file")
+            guard SeedManifest.isPlainFileName(file), !file.hasPrefix(".") else {
+                throw entry.invalid("file", "\(JSONNode.quote(file)) is not a plain file name")
+            }
+            let size = try entry.integer("size", in: 1...max(1, limit))
+            guard let sha256 = try entry.optionalSHA256("sha256") else { throw entry.invalid("sha256", "missing") }
+            return File(encoding: encoding, file: file, size: size, sha256: sha256)
+        } catch {
+            throw fields.invalid(field, error.message)
+        }
     }
 }

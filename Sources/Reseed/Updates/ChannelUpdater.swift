@@ -88,6 +88,22 @@ public struct ChannelUpdater: Sendable {
         /// After an update with a user store, per ``SeedReference`` (its description), the user rows
         /// pointing at a key the new seed no longer has.
         public var orphans: [String: Int] = [:]
+        /// How the new seed arrived, when the update installed one: a delta or the full seed.
+        public var method: Method?
+        /// The content hash of the seed installed before the update, as the preferences recorded it
+        /// at its install; nil when nothing was installed or it had none. A delta must start from it.
+        public var fromContentHash: String?
+        /// Why the channel's delta was not used, when one started from the installed seed and the
+        /// update fell back to the full seed (the error, in one line).
+        public var deltaFailure: String?
+    }
+
+    /// How an update's seed arrived.
+    public enum Method: String, Sendable, Hashable, Codable {
+        /// A row-level delta applied to a copy of the installed seed.
+        case delta
+        /// The whole seed (compressed when the channel offers it).
+        case full
     }
 
     enum Target: Sendable {
@@ -165,15 +181,46 @@ public struct ChannelUpdater: Sendable {
                 "the channel offers \(manifest.name) \(manifest.version), older than \(embedded) in the store file \(context.storeURL.path) (its \(SeedMetadata.tableName) table); refusing a downgrade")
         }
 
+        outcome.fromContentHash = context.installed == nil ? nil : context.contentHash
+        if let delta = usableDelta(manifest, in: context) {
+            logger.info("applying a delta from the channel", metadata: [
+                "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
+            ])
+            do throws(ReseedError) {
+                let applied = try await applyDelta(delta, of: manifest, in: context)
+                defer { applied.removeFiles() }
+                outcome.downloadedBytes = applied.received
+                do throws(ReseedError) {
+                    (outcome.importedTables, outcome.orphans) = try await install(applied.seed)
+                } catch where error.code == .verificationFailed {
+                    throw ReseedError(error.code, step: .applyDelta, path: error.path, message: "the install refused the delta's result: \(error.message)")
+                }
+                try await offload { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
+                logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(applied.received)"])
+                outcome.action = .updated
+                outcome.version = manifest.version
+                outcome.method = .delta
+                return outcome
+            } catch where error.step.fallsBackToFullSeed {
+                logger.warning("the delta cannot be used; downloading the full seed", metadata: ["error": "\(error)"])
+                outcome.deltaFailure = error.description
+            }
+        }
+
         logger.info("downloading a seed from the channel", metadata: [
             "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "previous": "\(context.installed ?? "none")",
         ])
+        // The compressed seed when the channel offers it: the install decompresses it into its temp file,
+        // checking the database's own size and SHA-256 there.
+        let file = manifest.compressed ?? ChannelManifest.File(encoding: "identity", file: manifest.file, size: manifest.size, sha256: manifest.sha256)
         let download = SeedDownload(
-            manifest: manifest, url: channelURL.appendingPathComponent(manifest.file), directory: context.directory,
-            transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress)
+            store: manifest.name, size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
+            directory: context.directory, transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress,
+            keeping: manifest.offeredSHA256)
         let downloaded = try await download.run()
-        let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false),
-                        manifest: manifest.seedManifest(file: downloaded.file))
+        var seedManifest = manifest.seedManifest(file: downloaded.file)
+        if manifest.compressed != nil { seedManifest.compression = .gzip }
+        let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         do {
             (outcome.importedTables, outcome.orphans) = try await install(seed)
         } catch {
@@ -183,14 +230,15 @@ public struct ChannelUpdater: Sendable {
         }
         // Removing the download and recording the validators (an fsync) on a thread of their own.
         try await offload { () throws(ReseedError) in
-            download.removeFiles()
+            SeedDownload.removeAll(store: manifest.name, in: context.directory)
             try self.remember(fetched, version: manifest.version, in: context)
         }
         logger.info("installed the channel's seed", metadata: ["version": "\(manifest.version)", "bytes": "\(downloaded.received)"])
         outcome.action = .updated
         outcome.version = manifest.version
-        outcome.downloadedBytes = downloaded.received
+        outcome.downloadedBytes += downloaded.received
         outcome.resumedFrom = downloaded.resumedFrom
+        outcome.method = .full
         return outcome
     }
 
@@ -227,6 +275,8 @@ public struct ChannelUpdater: Sendable {
         /// and not open in a ``LiveStore`` (whose version is ``installed``).
         var embedded: String?
         var validators: ChannelValidators?
+        /// The installed seed's content hash, as its install recorded it.
+        var contentHash: String?
         var directory: Directory
         var lock: StoreLock
         var storeURL: URL
@@ -256,7 +306,9 @@ public struct ChannelUpdater: Sendable {
         }
         return Context(
             launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
-            validators: entry.flatMap { ChannelValidators(entry: $0.node) }, directory: directory, lock: lock,
+            validators: entry.flatMap { ChannelValidators(entry: $0.node) },
+            contentHash: entry?.node[Installation.contentHashKey]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil },
+            directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
     }
 

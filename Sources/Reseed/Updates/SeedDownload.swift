@@ -5,14 +5,16 @@ import FoundationNetworking
 import Synchronization
 import SystemPackage
 
-/// The seed a channel manifest names, downloaded into the data directory; a broken download resumes.
+/// A file a channel manifest names (the seed, its compressed form, a delta), downloaded into the
+/// data directory; a broken download resumes.
 ///
 /// The partial file has a stable name, `.<name>.sqlite.reseed-download-<first 16 hex digits
 /// of the SHA-256>`, so it survives between tries (an install's clean-up removes only
 /// `.<name>.sqlite.reseed-tmp-*`). Beside it, `<partial>.etag` keeps the seed's strong `ETag`
 /// (or strong `Last-Modified`) from the response that started it: a resumed request asks for the rest
 /// with `Range` and `If-Range`, so a file that changed on the server comes back whole
-/// (`200`) instead of being spliced. Partial files of any other version are removed first.
+/// (`200`) instead of being spliced. Partial files of anything the current manifest does not
+/// offer are removed first.
 /// Never more than the manifest's size is written: a response that announces or sends
 /// more is refused.
 ///
@@ -32,17 +34,41 @@ struct SeedDownload: Sendable {
         var resumedFrom: Int64?
     }
 
-    let manifest: ChannelManifest
-    /// The seed file's URL in the channel.
+    /// What is downloaded: the store's name, and the file's size and SHA-256 as the signed manifest states them.
+    struct Expected: Sendable {
+        var store: String
+        var size: Int64
+        var sha256: String
+    }
+
+    let manifest: Expected
+    /// The file's URL in the channel.
     let url: URL
     let directory: Directory
     let transfer: HTTPTransfer
     let progress: (@Sendable (Int64, Int64) -> Void)?
+    /// The SHA-256 of the channel's other files (the seed, its compressed form, the deltas): their
+    /// partial downloads are kept, so that trying a delta first never throws away a half-downloaded seed.
+    var keeping: Set<String> = []
+
+    /// A download of `file` (the manifest's seed, its compressed form or a delta) of the store `store`.
+    init(store: String, size: Int64, sha256: String, url: URL, directory: Directory, transfer: HTTPTransfer,
+         progress: (@Sendable (Int64, Int64) -> Void)?, keeping: Set<String> = []) {
+        self.manifest = Expected(store: store, size: size, sha256: sha256)
+        self.url = url
+        self.directory = directory
+        self.transfer = transfer
+        self.progress = progress
+        self.keeping = keeping
+    }
 
     /// `.<name>.sqlite.reseed-download-`: the prefix of every partial download of the store.
     static func prefix(forStore name: String) -> String { ".\(name).sqlite.reseed-download-" }
 
-    var partialName: String { Self.prefix(forStore: manifest.name) + String(manifest.sha256.prefix(16)) }
+    /// The partial file's name for a file whose SHA-256 is `sha256`.
+    static func partialName(store: String, sha256: String) -> String { prefix(forStore: store) + String(sha256.prefix(16)) }
+
+    var partialName: String { Self.partialName(store: manifest.store, sha256: manifest.sha256) }
     var validatorName: String { partialName + ".etag" }
     private var partialPath: String { directory.path(partialName) }
 
@@ -129,6 +155,13 @@ struct SeedDownload: Sendable {
         }
     }
 
+    /// Removes every partial download of the store `store` and the files made from them (after an
+    /// install: a delta that failed on the way may have left its own).
+    static func removeAll(store: String, in directory: Directory) {
+        let prefix = Self.prefix(forStore: store)
+        for name in (try? directory.names()) ?? [] where name.hasPrefix(prefix) { _ = try? directory.remove(name) }
+    }
+
     /// Removes the partial file and its validator (after an install, or when they are worthless).
     func removeFiles() {
         _ = try? directory.remove(partialName)
@@ -136,10 +169,12 @@ struct SeedDownload: Sendable {
     }
 
     private func removeOtherVersions() throws(ReseedError) {
-        let prefix = Self.prefix(forStore: manifest.name)
+        let prefix = Self.prefix(forStore: manifest.store)
+        let kept = Set(keeping.map { Self.partialName(store: manifest.store, sha256: $0) } + [partialName])
         try during(.cleanUp, path: directory.url.path) {
-            for name in try directory.names() where name.hasPrefix(prefix) && name != partialName && name != validatorName {
-                try directory.remove(name)
+            for name in try directory.names() where name.hasPrefix(prefix) {
+                let partial = name.hasSuffix(".etag") ? String(name.dropLast(".etag".count)) : name
+                if !kept.contains(partial) { try directory.remove(name) }
             }
         }
     }

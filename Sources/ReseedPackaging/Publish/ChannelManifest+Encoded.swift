@@ -3,8 +3,26 @@ import Reseed
 
 extension ChannelManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
+    ///
+    /// The format-2 keys (`contentHash`, `compressed`, `deltas`) come after the seed's facts, each only when there is one.
     public func encoded() -> Data {
-        let lines = ["  \"format\": \(format)", "  \"minimumFormat\": \(minimumFormat)"] + facts.jsonLines
+        var lines = ["  \"format\": \(format)", "  \"minimumFormat\": \(minimumFormat)"] + facts.jsonLines
+        if let contentHash { lines.append("  \"contentHash\": \(JSONNode.quote(contentHash))") }
+        if let compressed { lines.append("  \"compressed\": {\(compressed.jsonMembers)}") }
+        if !deltas.isEmpty {
+            let entries = deltas.map { delta in
+                "    {\"fromVersion\": \(JSONNode.quote(delta.fromVersion)), \"fromContentHash\": \(JSONNode.quote(delta.fromContentHash)), "
+                    + delta.file.jsonMembers + "}"
+            }
+            lines.append("  \"deltas\": [\n" + entries.joined(separator: ",\n") + "\n  ]")
+        }
         return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
+    }
+}
+
+extension ChannelManifest.File {
+    /// The object's members, in a fixed order, without the braces.
+    var jsonMembers: String {
+        "\"encoding\": \(JSONNode.quote(encoding)), \"file\": \(JSONNode.quote(file)), \"size\": \(size), \"sha256\": \(JSONNode.quote(sha256))"
     }
 }

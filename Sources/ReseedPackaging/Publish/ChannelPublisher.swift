@@ -5,11 +5,17 @@ import SystemPackage
 /// Publishes a seed to a channel folder, for any static HTTP host to serve (`reseed publish`).
 ///
 /// In this order, so that a client reading the folder at any instant never meets a
-/// manifest whose seed is missing:
+/// manifest whose files are missing:
 /// 1. the seed is copied in as `<name>-<version>.sqlite` (decompressed, for a compressed seed;
 ///    temp file, SHA-256 checked against the seed's manifest in the same pass, fsync, rename,
 ///    folder fsync); a file already there under that name must hold the same bytes, since a
-///    client may be downloading it;
+///    client may be downloading it; its content hash is computed (and must be the manifest's, when it states one);
+/// 1b. the seed is gzip-compressed as `<name>-<version>.sqlite.gz` (level 9, one thread: the
+///    same seed always gives the same bytes), and for each of the last ``deltas`` releases the
+///    channel offered (read from the `channel.json` being replaced, and its list of deltas) whose
+///    seed file is still in the folder, a row-level delta from it is built, checked by applying it,
+///    and compressed as `<name>-<version>.from-<earlier>.delta.gz`; a delta that cannot express the
+///    change (a schema change), or weighs more than half the compressed seed, is not published;
 /// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync);
 /// 3. then `channel.json` the same way.
 ///
@@ -35,12 +41,21 @@ public struct ChannelPublisher: Sendable {
         public var manifestURL: URL
         /// False when the channel already held this seed file, byte for byte.
         public var copied: Bool
+        /// The compressed seed in the channel folder.
+        public var compressedURL: URL
+        /// The earlier versions for which no delta was published, with the reason.
+        public var skippedDeltas: [(fromVersion: String, reason: String)] = []
     }
 
     /// The channel folder, created when missing.
     public var channel: URL
     /// The key that signs the manifest.
     public var privateKey: ChannelPrivateKey
+    /// How many earlier versions get a delta to the new seed, newest first. Default 5; 0 publishes none.
+    public var deltas = 5
+    /// Whether the seed is also published gzip-compressed (clients then download that). Default true;
+    /// a seed of data that does not compress (images, say) gains nothing from it.
+    public var compresses = true
     /// How long to wait for another publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
     /// The seam every file action goes through (tests observe the order of the actions with it).
@@ -67,13 +82,24 @@ public struct ChannelPublisher: Sendable {
         defer { lock.release() }
 
         let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
-        let manifest = ChannelManifest(seed: seed.manifest, file: file)
+        var manifest = ChannelManifest(seed: seed.manifest, file: file)
+        let earlier = previousReleases(of: manifest, in: directory)
+        let compressedFile = file + ".gz"
         try during(.publish, path: channel.path) {
-            for name in [file, ChannelManifest.signatureFileName, ChannelManifest.fileName] {
+            for name in [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile) {
                 try directory.removeTemporaryFiles(for: name)
             }
         }
         let copied = try copySeed(seed, as: file, into: directory)
+        manifest.contentHash = try checkContentHash(of: file, seed: seed, in: directory)
+        if compresses { manifest.compressed = try publishCompressed(file, as: compressedFile, in: directory) }
+        var skipped: [(fromVersion: String, reason: String)] = []
+        for release in earlier.prefix(deltas) {
+            switch try publishDelta(from: release, to: manifest, in: directory) {
+            case .success(let delta): manifest.deltas.append(delta)
+            case .failure(let reason): skipped.append((release.version, reason.message))
+            }
+        }
         let bytes = manifest.encoded()
         let signature = try privateKey.signature(for: bytes)
         try during(.publish, path: directory.path(ChannelManifest.fileName)) {
@@ -82,7 +108,8 @@ public struct ChannelPublisher: Sendable {
         }
         return Result(
             manifest: manifest, seedURL: URL(fileURLWithPath: directory.path(file), isDirectory: false),
-            manifestURL: URL(fileURLWithPath: directory.path(ChannelManifest.fileName), isDirectory: false), copied: copied)
+            manifestURL: URL(fileURLWithPath: directory.path(ChannelManifest.fileName), isDirectory: false), copied: copied,
+            compressedURL: URL(fileURLWithPath: directory.path(compressedFile), isDirectory: false), skippedDeltas: skipped)
     }
 
     /// Step 1; returns false when the same bytes were already published under `file`.

@@ -1,0 +1,132 @@
+import Foundation
+import GRDB
+
+extension ChannelUpdater {
+    /// A seed built on the device from the installed one and a channel's delta, ready for the install.
+    struct DeltaResult: Sendable {
+        /// The seed: the applied copy in the data directory, under a manifest of its own bytes.
+        var seed: Seed
+        /// Compressed delta bytes received by this update.
+        var received: Int64
+        /// Removes the delta's download and the files made from it.
+        var removeFiles: @Sendable () -> Void
+    }
+
+    /// The delta of `manifest` that starts from the installed seed, when there is one to try: the
+    /// installed seed's content hash is recorded (never guessed from its version), the channel states
+    /// the new seed's content hash, and one delta starts from the recorded hash.
+    func usableDelta(_ manifest: ChannelManifest, in context: Context) -> ChannelManifest.Delta? {
+        guard context.installed != nil, let installed = context.contentHash, manifest.contentHash != nil else { return nil }
+        return manifest.deltas.first { $0.fromContentHash == installed }
+    }
+
+    /// Downloads `delta`, applies it to a copy of the installed seed in the data directory, in one
+    /// transaction, and checks the copy's content hash against the signed manifest's.
+    ///
+    /// The files it makes are named like partial downloads (`.<name>.sqlite.reseed-download-…`):
+    /// a crash leaves them for the next update to remove, never for an install's clean-up, which
+    /// could run in another process while this one works.
+    ///
+    /// - Throws: ``ReseedError``: any failure here leaves the store as it was, and the caller
+    ///   falls back to the full seed.
+    func applyDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context) async throws(ReseedError) -> DeltaResult {
+        guard let expected = manifest.contentHash else {
+            throw ReseedError(.invalidManifest, step: .applyDelta, url: channelURL, message: "the channel states no content hash for the delta's result")
+        }
+        let directory = context.directory
+        let download = SeedDownload(
+            store: manifest.name, size: delta.file.size, sha256: delta.file.sha256, url: channelURL.appendingPathComponent(delta.file.file),
+            directory: directory, transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress,
+            keeping: manifest.offeredSHA256)
+        let downloaded = try await download.run()
+        let stem = SeedDownload.prefix(forStore: manifest.name) + "delta-" + String(delta.file.sha256.prefix(16))
+        let deltaName = stem + ".sqlite", appliedName = stem + ".applied"
+        let removeFiles: @Sendable () -> Void = {
+            download.removeFiles()
+            for name in [deltaName, appliedName] {
+                for suffix in ["", "-journal", "-wal", "-shm"] { _ = try? directory.remove(name + suffix) }
+            }
+        }
+        do {
+            let seed = try await offload("reseed-delta") { () throws(ReseedError) -> Seed in
+                try self.decompress(downloaded.file, into: deltaName, limit: manifest.size, in: directory)
+                try self.copyInstalledSeed(context.storeURL.path, into: appliedName, in: directory)
+                _ = try SeedDelta.apply(deltaPath: directory.path(deltaName), to: directory.path(appliedName), expectedContentHash: expected)
+                return try self.seed(appliedName, of: manifest, in: directory)
+            }
+            return DeltaResult(seed: seed, received: downloaded.received, removeFiles: removeFiles)
+        } catch {
+            removeFiles()
+            throw error
+        }
+    }
+
+    /// Decompresses the downloaded delta into a new file `name` (never through a name someone
+    /// prepared: removed, then created with `O_EXCL`), at most `limit` bytes.
+    private func decompress(_ compressed: String, into name: String, limit: Int64, in directory: Directory) throws(ReseedError) {
+        let path = directory.path(name)
+        try during(.applyDelta, path: path) {
+            _ = try directory.remove(name)
+            let output = try directory.createExclusive(name)
+            let input = try FileSystem.openRegularFile(directory.path(compressed))
+            _ = try Gzip.decompress(from: input.raw, to: output.raw, limit: limit, hashing: false)
+            withExtendedLifetime(input) {}
+            withExtendedLifetime(output) {}
+        }
+    }
+
+    /// Copies the installed seed into a new file `name` with SQLite's backup, which reads a
+    /// consistent snapshot whatever the store's journal mode (a single-file store runs in WAL),
+    /// then gives the copy a rollback journal, as every seed has.
+    private func copyInstalledSeed(_ storePath: String, into name: String, in directory: Directory) throws(ReseedError) {
+        let path = directory.path(name)
+        try during(.applyDelta, path: path) {
+            _ = try directory.remove(name)
+            withExtendedLifetime(try directory.createExclusive(name)) {}
+            var readOnly = GRDB.Configuration()
+            readOnly.readonly = true
+            let source = try DatabaseQueue(path: storePath, configuration: readOnly)
+            let copy = try DatabaseQueue(path: path)
+            try source.backup(to: copy)
+            try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
+            try source.close()
+            try copy.close()
+        }
+    }
+
+    /// The seed manifest of the applied copy: the channel's name, version and content hash, with
+    /// the copy's own size, SHA-256 and header values (its page layout is the installed seed's, not
+    /// the published file's). The install then checks the copy against these, as any seed's.
+    private func seed(_ name: String, of manifest: ChannelManifest, in directory: Directory) throws(ReseedError) -> Seed {
+        let path = directory.path(name)
+        let facts = try during(.applyDelta, path: path) { try FileFacts(path: path) }
+        guard let header = facts.header else {
+            throw ReseedError(.verificationFailed, step: .applyDelta, path: path, message: "the delta's result does not start with a SQLite header")
+        }
+        var seedManifest = manifest.seedManifest(file: name)
+        seedManifest.facts.size = facts.size
+        seedManifest.facts.sha256 = facts.sha256
+        seedManifest.facts.pageSize = header.pageSize
+        seedManifest.facts.userVersion = header.userVersion
+        seedManifest.facts.applicationID = header.applicationID
+        return Seed(manifestURL: directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
+    }
+}
+
+extension ChannelManifest {
+    /// The SHA-256 of every file the manifest offers: the seed, its compressed form, the deltas.
+    var offeredSHA256: Set<String> {
+        Set([facts.sha256] + (compressed.map { [$0.sha256] } ?? []) + deltas.map(\.file.sha256))
+    }
+}
+
+extension ReseedError.Step {
+    /// True for the steps of trying a delta (its download and checks, applying it, the install's
+    /// checks of its result): a failure there makes the update download the full seed instead.
+    var fallsBackToFullSeed: Bool {
+        switch self {
+        case .download, .verify, .applyDelta, .cleanUp: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Reseed
+
+extension ChannelPublisher {
+    /// An earlier release the channel offered, which may get a delta to the new seed.
+    struct EarlierRelease {
+        var version: String
+        /// Its content hash, when the channel stated it.
+        var contentHash: String?
+        /// Its seed file in the channel folder.
+        var file: String
+        /// The name of the delta from it to the seed being published.
+        var deltaFile: String
+    }
+
+    /// A delta not published, and why.
+    struct Skipped: Error {
+        var message: String
+    }
+
+    /// The releases the current `channel.json` offered (its seed, then the starting points of its
+    /// deltas), newest first, without the version being published. A folder without a manifest,
+    /// or with one that does not parse, has none: the publish then offers no delta.
+    func previousReleases(of manifest: ChannelManifest, in directory: Directory) -> [EarlierRelease] {
+        let path = directory.path(ChannelManifest.fileName)
+        guard let file = try? FileSystem.openRegularFile(path),
+              let bytes = try? Syscalls.pread(file.raw, count: ChannelManifest.maximumFileSize + 1, at: 0),
+              bytes.count <= ChannelManifest.maximumFileSize,
+              let previous = try? ChannelManifest.decode(bytes, source: path), previous.name == manifest.name else { return [] }
+        let candidates = [(previous.version, previous.contentHash)] + previous.deltas.map { ($0.fromVersion, Optional($0.fromContentHash)) }
+        var seen: Set<String> = [manifest.version]
+        return candidates.compactMap { version, contentHash in
+            guard seen.insert(version).inserted else { return nil }
+            return EarlierRelease(
+                version: version, contentHash: contentHash, file: ChannelManifest.seedFileName(name: manifest.name, version: version),
+                deltaFile: ChannelManifest.deltaFileName(name: manifest.name, version: manifest.version, fromVersion: version))
+        }
+    }
+
+    /// The content hash of the published seed file; it must be the one its manifest states, if any.
+    func checkContentHash(of file: String, seed: Seed, in directory: Directory) throws(ReseedError) -> String {
+        let path = directory.path(file)
+        let computed = try during(.publish, path: path) { try SeedContentHash.compute(path: path) }
+        if let stated = seed.manifest.contentHash, stated != computed {
+            throw ReseedError(.verificationFailed, step: .publish, path: seed.fileURL.path,
+                              message: "the seed's content hash is \(computed); its manifest says \(stated)")
+        }
+        return computed
+    }
+
+    /// Writes `name`, the gzip of the channel file `source`, unless the folder holds it already with
+    /// the same bytes (a client may be downloading it: a published file never changes).
+    func publishCompressed(_ source: String, as name: String, in directory: Directory) throws(ReseedError) -> ChannelManifest.File {
+        try publishGzip(of: directory.path(source), as: name, in: directory)
+    }
+
+    /// Builds the delta from `release` to the seed `manifest` describes, checks it and publishes it
+    /// compressed; or says why not.
+    func publishDelta(from release: EarlierRelease, to manifest: ChannelManifest, in directory: Directory)
+        throws(ReseedError) -> Swift.Result<ChannelManifest.Delta, Skipped>
+    {
+        guard let info = try? directory.status(release.file), info.kind == .regular else {
+            return .failure(Skipped(message: "its seed file \(release.file) is no longer in the channel folder"))
+        }
+        let raw = Directory.temporaryName(for: release.deltaFile)
+        defer {
+            for suffix in ["", "-journal"] { _ = try? directory.remove(raw + suffix) }
+        }
+        let outcome = try SeedDeltaBuilder.build(from: directory.path(release.file), to: directory.path(manifest.file), into: directory.path(raw))
+        let summary: SeedDeltaBuilder.Built
+        switch outcome {
+        case .notExpressible(let reason): return .failure(Skipped(message: reason))
+        case .built(let built): summary = built
+        }
+        if let stated = release.contentHash, stated != summary.fromContentHash {
+            return .failure(Skipped(message: "\(release.file) has content hash \(summary.fromContentHash), the channel said \(stated)"))
+        }
+        let file = try publishGzip(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true)
+        let full = manifest.compressed?.size ?? manifest.size
+        if file.size * 2 > full {
+            _ = try? directory.remove(release.deltaFile)
+            return .failure(Skipped(message: "the delta weighs \(file.size) bytes, more than half the \(manifest.compressed == nil ? "" : "compressed ")seed's \(full)"))
+        }
+        return .success(ChannelManifest.Delta(fromVersion: release.version, fromContentHash: summary.fromContentHash, file: file))
+    }
+
+    /// Compresses the file at `sourcePath` into the channel file `name` (temp file, fsync, rename, folder
+    /// fsync). When `name` exists with other bytes: an error, unless `replacing` (a delta, which only
+    /// this publish's manifest will name; a client downloading the old one finds its SHA-256 wrong and
+    /// falls back to the full seed).
+    private func publishGzip(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false)
+        throws(ReseedError) -> ChannelManifest.File
+    {
+        let temporary = Directory.temporaryName(for: name)
+        defer { _ = try? directory.remove(temporary) }
+        let target = directory.path(name)
+        let written = try during(.publish, path: target) { () throws -> FileFacts in
+            let source = try FileSystem.openRegularFile(sourcePath)
+            try directory.writeTemporary(temporary, write: { fd in
+                _ = try Gzip.compress(from: source.raw, to: fd)
+            }, check: { _ in })
+            return try FileFacts(path: directory.path(temporary))
+        }
+        if try during(.publish, path: target, { try directory.status(name) }) != nil {
+            let existing = try during(.publish, path: target) { try FileFacts(path: target) }
+            if existing.sha256 == written.sha256 {
+                return ChannelManifest.File(file: name, size: existing.size, sha256: existing.sha256)
+            }
+            guard replacing else {
+                throw ReseedError(.invalidArgument, step: .publish, path: target,
+                                  message: "the channel already holds \(name) with other bytes; a published file never changes (publish a new version)")
+            }
+        }
+        try during(.publish, path: target) {
+            try directory.rename(temporary, to: name)
+            try directory.sync()
+        }
+        return ChannelManifest.File(file: name, size: written.size, sha256: written.sha256)
+    }
+}

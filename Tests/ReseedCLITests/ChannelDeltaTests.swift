@@ -1,0 +1,260 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedPackaging
+import ReseedTesting
+import Testing
+
+extension ChannelSandbox {
+    /// A release of the `items` seed: 3,000 rows of text that compresses about as well as real
+    /// reference data; release `generation` > 0 updates, deletes and inserts a few of them.
+    func release(_ version: String, generation: Int, extraColumn: Bool = false) throws -> Seed {
+        let columns = extraColumn ? "id INTEGER PRIMARY KEY, label TEXT NOT NULL, note TEXT" : "id INTEGER PRIMARY KEY, label TEXT NOT NULL"
+        return try SeedFixture(name: "items", version: version, sql: [
+            "CREATE TABLE item (\(columns))",
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+            INSERT INTO item (id, label) SELECT i, 'item ' || i || ' ' || hex(i * 2654435761 % 4294967291) || ' ' || hex(i * 40503 % 65521) FROM n
+            """,
+            "UPDATE item SET label = label || ' updated in \(generation)' WHERE \(generation) > 0 AND id % 300 = \(generation % 300)",
+            "DELETE FROM item WHERE \(generation) > 0 AND id % 500 = \(generation % 500 + 7)",
+            "INSERT INTO item (id, label) SELECT 3000 + \(generation) * 10 + value, 'new in \(generation)' FROM (SELECT 1 AS value UNION ALL SELECT 2) WHERE \(generation) > 0",
+        ]).build(in: directory.appending("release-\(version)-\(generation)\(extraColumn ? "-wide" : "")"))
+    }
+
+    /// The store's content hash, computed from the file.
+    func storeContentHash() throws -> String {
+        try SeedContentHash.compute(path: storeURL.path)
+    }
+
+    /// The content hash the preferences recorded for the installed seed.
+    func recordedContentHash() throws -> String? {
+        let text = try String(contentsOf: preferencesURL, encoding: .utf8)
+        guard let range = text.range(of: #""contentHash": "([0-9a-f]{64})""#, options: .regularExpression) else { return nil }
+        return String(text[range].dropFirst("\"contentHash\": \"".count).dropLast())
+    }
+
+    /// Re-signs the channel's manifest after a test edited it.
+    func resign(_ edit: (inout String) -> Void) throws {
+        let url = channel.appendingPathComponent(ChannelManifest.fileName)
+        var text = try String(contentsOf: url, encoding: .utf8)
+        edit(&text)
+        try Data(text.utf8).write(to: url)
+        let signature = try key.signature(for: Data(text.utf8))
+        try Data((signature.base64EncodedString() + "\n").utf8).write(to: channel.appendingPathComponent(ChannelManifest.signatureFileName))
+    }
+}
+
+/// Row-level deltas on a real channel served over HTTP: published beside the full seed, picked by
+/// the installed seed's content hash, and every way they can fail falls back to the full seed.
+@Suite(.timeLimit(.minutes(10))) struct ChannelDeltaTests {
+    /// 1.0.0 installed from the bundle and published, then 1.1.0 published with its delta from 1.0.0.
+    func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, offered: Seed, published: ChannelPublisher.Result) {
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        try sandbox.launch(bundled)
+        try sandbox.publish(bundled, compressed: true)
+        let offered = try sandbox.release("1.1.0", generation: 1)
+        return (bundled, offered, try sandbox.publish(offered, compressed: true))
+    }
+
+    @Test func aDeltaFromTheInstalledSeedIsAppliedInsteadOfTheFullSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, published) = try installedAndPublished(sandbox)
+        let delta = try #require(published.manifest.deltas.first)
+        #expect(published.manifest.deltas.count == 1)
+        #expect(delta.fromVersion == "1.0.0")
+        #expect(delta.fromContentHash == bundled.manifest.contentHash)
+        #expect(try sandbox.recordedContentHash() == bundled.manifest.contentHash)
+        let compressed = try #require(published.manifest.compressed)
+        #expect(delta.file.size * 10 < compressed.size, "delta \(delta.file.size) bytes, compressed seed \(compressed.size)")
+        let before = try sandbox.server.requests().count
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.action == .updated)
+        #expect(outcome.method == .delta)
+        #expect(outcome.version == "1.1.0")
+        #expect(outcome.fromContentHash == bundled.manifest.contentHash)
+        #expect(outcome.deltaFailure == nil)
+        #expect(outcome.downloadedBytes == delta.file.size)
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + delta.file.file])
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recorded() == ("1.1.0", .download))
+        #expect(try sandbox.downloadFiles().isEmpty)
+        // The store opens as the new seed, and a launch keeps it.
+        let launched = try sandbox.launch(bundled)
+        #expect(launched.version == "1.1.0")
+    }
+
+    @Test func aTamperedDeltaFallsBackToTheFullSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, published) = try installedAndPublished(sandbox)
+        let delta = try #require(published.manifest.deltas.first)
+        let url = sandbox.channel.appendingPathComponent(delta.file.file)
+        var bytes = try Data(contentsOf: url)
+        bytes[bytes.count / 2] ^= 0x40
+        try bytes.write(to: url)
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("SHA-256") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func aDeltaTheServerDoesNotServeFallsBackToTheFullSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, published) = try installedAndPublished(sandbox)
+        let delta = try #require(published.manifest.deltas.first)
+        try FileManager.default.removeItem(at: sandbox.channel.appendingPathComponent(delta.file.file))
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("404") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func aDeltaForAnotherStartingHashIsNotDownloaded() async throws {
+        let sandbox = try ChannelSandbox()
+        // The device holds another 1.0.0 than the channel's (same version, other rows): no delta starts from it.
+        let bundled = try sandbox.release("1.0.0", generation: 0, extraColumn: true)
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.release("1.0.0", generation: 0), compressed: true)
+        let offered = try sandbox.release("1.1.0", generation: 1)
+        let published = try sandbox.publish(offered, compressed: true)
+        #expect(published.manifest.deltas.count == 1)
+        let before = try sandbox.server.requests().count
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure == nil)
+        #expect(outcome.fromContentHash == bundled.manifest.contentHash)
+        let paths = try sandbox.server.requests().dropFirst(before).map(\.path)
+        #expect(!paths.contains { $0.hasSuffix(".delta.gz") }, "\(paths)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+
+    @Test func aDeltaThatYieldsAnotherContentHashFallsBackToTheFullSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, published) = try installedAndPublished(sandbox)
+        let delta = try #require(published.manifest.deltas.first)
+        // A second channel publishes 1.0.0 → another 1.1.0; its delta, signed into the first channel's
+        // manifest, starts from the right hash and applies, but does not give the signed content hash.
+        let other = try ChannelSandbox()
+        try other.publish(try other.release("1.0.0", generation: 0), compressed: true)
+        let otherPublished = try other.publish(try other.release("1.1.0", generation: 2), compressed: true)
+        let otherDelta = try #require(otherPublished.manifest.deltas.first)
+        #expect(otherDelta.fromContentHash == delta.fromContentHash)
+        let target = sandbox.channel.appendingPathComponent(delta.file.file)
+        try FileManager.default.removeItem(at: target)
+        try FileManager.default.copyItem(at: other.channel.appendingPathComponent(otherDelta.file.file), to: target)
+        try sandbox.resign { text in
+            text = text.replacingOccurrences(of: "\"size\": \(delta.file.size), \"sha256\": \"\(delta.file.sha256)\"",
+                                             with: "\"size\": \(otherDelta.file.size), \"sha256\": \"\(otherDelta.file.sha256)\"")
+        }
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func aSingleFileStoreTheAppWroteToFallsBackToTheFullSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, _) = try installedAndPublished(sandbox)
+        let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+        try await queue.write { try $0.execute(sql: "UPDATE item SET label = 'edited by the app' WHERE id = 2") }
+        try queue.close()
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+
+    @Test func aSchemaChangeGetsNoDeltaAndTheFullSeedInstalls() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        try sandbox.launch(bundled)
+        try sandbox.publish(bundled, compressed: true)
+        let offered = try sandbox.release("1.1.0", generation: 1, extraColumn: true)
+        let published = try sandbox.publish(offered, compressed: true)
+        #expect(published.manifest.deltas.isEmpty)
+        #expect(published.skippedDeltas.map(\.fromVersion) == ["1.0.0"])
+        #expect(published.skippedDeltas.first?.reason.contains("schema") == true, "\(published.skippedDeltas)")
+        let compressed = try #require(published.manifest.compressed)
+        let before = try sandbox.server.requests().count
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure == nil)
+        // The full seed travels compressed; the install decompresses it and checks the database's SHA-256.
+        #expect(outcome.downloadedBytes == compressed.size)
+        #expect(compressed.size * 2 < offered.manifest.size)
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + compressed.file])
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func aTamperedCompressedSeedIsRefusedAndTheOldStoreStays() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        try sandbox.launch(bundled)
+        let published = try sandbox.publish(try sandbox.release("1.1.0", generation: 1), compressed: true)
+        let url = sandbox.channel.appendingPathComponent(try #require(published.manifest.compressed).file)
+        var bytes = try Data(contentsOf: url)
+        bytes[bytes.count / 3] ^= 0x01
+        try bytes.write(to: url)
+
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .verificationFailed)
+        #expect(error?.description.contains("SHA-256") == true)
+        #expect(try sandbox.storeContentHash() == bundled.manifest.contentHash)
+        #expect(try sandbox.recorded() == ("1.0.0", .bundle))
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func publishingTheSameSeedsTwiceGivesIdenticalChannelFiles() throws {
+        func channelFiles(_ sandbox: ChannelSandbox) throws -> [String: Data] {
+            let names = try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).filter { !$0.hasPrefix(".") }
+            return try Dictionary(uniqueKeysWithValues: names.map { ($0, try Data(contentsOf: sandbox.channel.appendingPathComponent($0))) })
+        }
+        let first = try ChannelSandbox()
+        let second = try ChannelSandbox()
+        for sandbox in [first, second] {
+            // Same key: the signatures (Ed25519, deterministic) must match too.
+            try ChannelPublisher(channel: sandbox.channel, privateKey: first.key).publish(try first.release("1.0.0", generation: 0))
+            try ChannelPublisher(channel: sandbox.channel, privateKey: first.key).publish(try first.release("1.1.0", generation: 1))
+        }
+        let a = try channelFiles(first), b = try channelFiles(second)
+        #expect(a.keys.sorted() == b.keys.sorted())
+        #expect(a.keys.contains { $0.hasSuffix(".delta.gz") })
+        for name in a.keys.sorted() { #expect(a[name] == b[name], "\(name) differs") }
+    }
+
+    @Test func theLastNReleasesGetDeltasAndOlderDevicesGetTheFullSeed() async throws {
+        let sandbox = try ChannelSandbox()
+        var publisher = ChannelPublisher(channel: sandbox.channel, privateKey: sandbox.key)
+        publisher.deltas = 2
+        var releases: [Seed] = []
+        for generation in 0...3 {
+            let seed = try sandbox.release("1.\(generation).0", generation: generation)
+            releases.append(seed)
+            let published = try publisher.publish(seed)
+            #expect(published.manifest.deltas.map(\.fromVersion) == Array(["1.\(generation - 1).0", "1.\(generation - 2).0"].prefix(min(generation, 2))))
+        }
+        // A device on 1.1.0 gets the delta; one on 1.0.0 (three releases behind) the full seed.
+        for (generation, method) in [(1, ChannelUpdater.Method.delta), (0, .full)] {
+            let device = try ChannelSandbox()
+            try device.launch(releases[generation])
+            let updater = ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, launcher: device.launcher(releases[generation]))
+            let outcome = try await updater.update()
+            #expect(outcome.method == method, "from 1.\(generation).0")
+            #expect(try device.storeContentHash() == releases[3].manifest.contentHash)
+        }
+    }
+}
