@@ -31,13 +31,14 @@ import Darwin
         try FileManager.default.createSymbolicLink(atPath: sandbox.preferencesURL.path, withDestinationPath: "../x/p.json")
 
         try sandbox.install(try sandbox.seed("1.0.0"))
-        try sandbox.install(try sandbox.seed("2.0.0"))
+        let second = try sandbox.seed("2.0.0")
+        try sandbox.install(second)
 
         let link = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.preferencesURL.path)
         #expect(link == "../x/p.json")
         #expect(try mode(target) == 0o600)
         #expect(try String(contentsOf: target, encoding: .utf8)
-            == #"{"theme": "dark", "reseed": {"items": {"version": "2.0.0", "source": "bundle"}}}"#)
+            == #"{"theme": "dark", "reseed": {"items": {"version": "2.0.0", "source": "bundle", "contentHash": ""# + (second.manifest.contentHash ?? "") + #""}}}"#)
         #expect(try sandbox.recordedVersion() == "2.0.0")
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path) == ["p.json"])
     }
@@ -149,11 +150,12 @@ import Darwin
         let deep = String(repeating: "{\"a\": [", count: depth) + "1" + String(repeating: "]}", count: depth)
         let original = "{\"app\": \(deep)}"
         try Data(original.utf8).write(to: sandbox.preferencesURL)
-        let outcome = try sandbox.install(try sandbox.seed("1.0.0"))
+        let seed = try sandbox.seed("1.0.0")
+        let outcome = try sandbox.install(seed)
         #expect(outcome.preferencesMovedAside == nil)
         #expect(outcome.reason == .preferencesMissing || outcome.reason == .fresh)
         let written = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
-        #expect(written == "{\"app\": \(deep), \"reseed\": {\"items\": {\"version\": \"1.0.0\", \"source\": \"bundle\"}}}")
+        #expect(written == "{\"app\": \(deep), \"reseed\": {\"items\": {\"version\": \"1.0.0\", \"source\": \"bundle\", \"contentHash\": \"\(seed.manifest.contentHash ?? "")\"}}}")
         #expect(try sandbox.recordedVersion() == "1.0.0")
     }
 

@@ -19,17 +19,21 @@ import Testing
 
             """
         try Data(original.utf8).write(to: sandbox.preferencesURL)
-        try sandbox.install(try sandbox.seed("1.0.0"))
+        let first = try sandbox.seed("1.0.0")
+        let firstHash = try #require(first.manifest.contentHash)
+        try sandbox.install(first)
         let written = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
         let expected = original.replacingOccurrences(
             of: #""reseed": {"other": {"version": "9", "note": "kept"}}"#,
-            with: #""reseed": {"other": {"version": "9", "note": "kept"}, "items": {"version": "1.0.0", "source": "bundle"}}"#)
+            with: #""reseed": {"other": {"version": "9", "note": "kept"}, "items": {"version": "1.0.0", "source": "bundle", "contentHash": ""#
+                + firstHash + #""}}"#)
         #expect(written == expected)
 
-        try sandbox.install(try sandbox.seed("2.0.0"))
+        let second = try sandbox.seed("2.0.0")
+        try sandbox.install(second)
         let rewritten = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
-        #expect(rewritten == expected.replacingOccurrences(of: #""items": {"version": "1.0.0", "source": "bundle"}"#,
-                                                           with: #""items": {"version": "2.0.0", "source": "bundle"}"#))
+        #expect(rewritten == expected.replacingOccurrences(of: #""items": {"version": "1.0.0", "source": "bundle", "contentHash": ""# + firstHash,
+                                                           with: #""items": {"version": "2.0.0", "source": "bundle", "contentHash": ""# + (second.manifest.contentHash ?? "")))
     }
 
     @Test func filePermissionsSurviveARewrite() throws {
