@@ -218,6 +218,51 @@ extension ChannelSandbox {
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 
+    @Test func anOpenLiveStoreIsUpdatedByADeltaWhileTheAppReadsIt() async throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        let store = try await LiveStore(launcher: sandbox.launcher(bundled))
+        try sandbox.publish(bundled, compressed: true)
+        let offered = try sandbox.release("1.1.0", generation: 1)
+        let published = try sandbox.publish(offered, compressed: true)
+        // The app has the store open (WAL) and reads it: the delta's copy is a consistent SQLite backup.
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3000)
+
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, store: store).update()
+        #expect(outcome.method == .delta)
+        #expect(outcome.downloadedBytes == published.manifest.deltas.first?.file.size)
+        #expect(store.version == "1.1.0")
+        #expect(try await store.read { try String.fetchOne($0, sql: "SELECT label FROM item WHERE id = 301") }?.hasSuffix("updated in 1") == true)
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3000 - 6 + 2)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    @Test func diffDeltaSizePrintsWhatTheDeltaWeighsOnTheChannel() throws {
+        let sandbox = try ChannelSandbox()
+        let old = try sandbox.release("1.0.0", generation: 0)
+        let new = try sandbox.release("1.1.0", generation: 1)
+        let text = try ReseedBinary.run(["diff", old.fileURL.path, new.fileURL.path, "--delta-size"])
+        #expect(text.status == 0, "\(text.stderr)")
+        let line = try #require(text.stdout.split(separator: "\n").first { $0.hasPrefix("Row-level delta: ") }, "\(text.stdout)")
+        #expect(line.hasSuffix(" gzip-compressed (on a channel)"), "\(line)")
+        #expect(text.stdout.contains("  item: 6 deleted, 10 updated, 2 inserted"), "\(text.stdout)")
+
+        let json = try ReseedBinary.run(["diff", old.fileURL.path, new.fileURL.path, "--delta-size", "--json"])
+        let delta = try #require(try jsonObject(json.stdout)["delta"] as? [String: Any], "\(json.stdout)")
+        let bytes = try #require((delta["bytes"] as? NSNumber)?.intValue)
+        let compressed = try #require((delta["compressedBytes"] as? NSNumber)?.intValue)
+        #expect(compressed > 0 && compressed < bytes)
+        // The same bytes `reseed publish` puts on the channel.
+        try sandbox.publish(old, compressed: true)
+        let published = try sandbox.publish(new, compressed: true)
+        #expect(published.manifest.deltas.first?.file.size == Int64(compressed))
+
+        let wide = try sandbox.release("1.2.0", generation: 2, extraColumn: true)
+        let none = try ReseedBinary.run(["diff", new.fileURL.path, wide.fileURL.path, "--delta-size"])
+        #expect(none.stdout.contains("Row-level delta: none ("), "\(none.stdout)")
+    }
+
     @Test func publishingTheSameSeedsTwiceGivesIdenticalChannelFiles() throws {
         func channelFiles(_ sandbox: ChannelSandbox) throws -> [String: Data] {
             let names = try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).filter { !$0.hasPrefix(".") }

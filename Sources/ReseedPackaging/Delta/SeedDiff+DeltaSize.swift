@@ -10,6 +10,8 @@ extension SeedDiff {
     public struct DeltaSize: Sendable, Codable, Equatable {
         /// The size of the delta file in bytes (uncompressed); nil when no delta can be built.
         public var bytes: Int64?
+        /// Its size gzip-compressed as `reseed publish` puts it on a channel: what an update downloads.
+        public var compressedBytes: Int64?
         /// The rows it carries per changed table; empty when no delta can be built.
         public var tables: [SeedDeltaBuilder.TableCounts]
         /// Why no delta can be built, such as a schema change; nil when one can.
@@ -18,7 +20,7 @@ extension SeedDiff {
         /// The report's lines: `Row-level delta: 40960 bytes`, then one line per table.
         func lines() -> [String] {
             guard let bytes else { return ["Row-level delta: none (\(notExpressible ?? "not expressible"))"] }
-            var lines = ["Row-level delta: \(bytes) bytes"]
+            var lines = ["Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) gzip-compressed (on a channel)" } ?? "")]
             for table in tables {
                 lines.append("  \(table.name): \(table.deleted) deleted, \(table.updated) updated, \(table.inserted) inserted")
             }
@@ -36,9 +38,17 @@ extension SeedDiff {
             .appendingPathComponent("reseed-delta-\(UInt64.random(in: .min ... .max))", isDirectory: true)
         try during(.buildDelta, path: folder.path) { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false) }
         defer { try? FileManager.default.removeItem(at: folder) }
-        switch try SeedDeltaBuilder.build(from: old.path, to: new.path, into: folder.appendingPathComponent("seed.delta").path) {
-        case .built(let built): return DeltaSize(bytes: built.size, tables: built.tables, notExpressible: nil)
-        case .notExpressible(let reason): return DeltaSize(bytes: nil, tables: [], notExpressible: reason)
+        let delta = folder.appendingPathComponent("seed.delta").path
+        switch try SeedDeltaBuilder.build(from: old.path, to: new.path, into: delta) {
+        case .built(let built):
+            let compressed = folder.appendingPathComponent("seed.delta.gz").path
+            let written = try during(.buildDelta, path: compressed) { () throws -> Int64 in
+                let source = try FileSystem.openRegularFile(delta)
+                let target = try FileSystem().openDirectory(folder, create: false).createExclusive("seed.delta.gz")
+                return try Gzip.compress(from: source.raw, to: target.raw).written
+            }
+            return DeltaSize(bytes: built.size, compressedBytes: written, tables: built.tables, notExpressible: nil)
+        case .notExpressible(let reason): return DeltaSize(bytes: nil, compressedBytes: nil, tables: [], notExpressible: reason)
         }
     }
 }
