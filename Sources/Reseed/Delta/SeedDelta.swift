@@ -97,7 +97,8 @@ package enum SeedDelta {
     /// only if the result's content hash is `expectedContentHash`.
     ///
     /// `targetPath` must be a private copy (a temp file nobody else opens) in rollback-journal
-    /// mode. The delta is attached read-only. Triggers are off and foreign keys unchecked while
+    /// mode; its commit is not synced (`synchronous = OFF`): what makes it durable is the install
+    /// that copies it afterwards. The delta is attached read-only. Triggers are off and foreign keys unchecked while
     /// it applies: the delta sets rows, exactly, and the content hash checks the whole result.
     /// All SQL is made from the target's own schema; the delta's tables must have the columns the
     /// format expects for each table and as many rows as its header says.
@@ -125,6 +126,8 @@ package enum SeedDelta {
         return try during(.applyDelta, path: targetPath) {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA main.journal_mode = DELETE")
+                // No fsync: the target is a private copy; the install that takes it copies and syncs it.
+                try db.execute(sql: "PRAGMA main.synchronous = OFF")
                 try attach(deltaPath, db)
                 defer { try? db.execute(sql: "DETACH DATABASE \(Names.attached)") }
                 let header = try HeaderReader(db: db, schema: Names.attached, path: deltaPath).read()

@@ -86,7 +86,10 @@ extension ChannelUpdater {
             var readOnly = GRDB.Configuration()
             readOnly.readonly = true
             let source = try DatabaseQueue(path: storePath, configuration: readOnly)
-            let copy = try DatabaseQueue(path: path)
+            // No fsync of a copy a crash would discard anyway: the install copies and syncs the result.
+            var unsynced = GRDB.Configuration()
+            unsynced.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+            let copy = try DatabaseQueue(path: path, configuration: unsynced)
             try source.backup(to: copy)
             try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
             try source.close()
