@@ -146,6 +146,10 @@ public struct ChannelUpdater: Sendable {
     ///   ``ReseedError/Code/invalidManifest``, ``ReseedError/Code/verificationFailed`` (the
     ///   download does not match the signed size and SHA-256), and the install's own errors,
     ///   such as ``ReseedError/Code/storeBusy``.
+    ///
+    /// When the channel offers what the store holds, the files an earlier update left in the data
+    /// directory (a partial download whose install was done when the update stopped, a delta's
+    /// copy of the seed) are removed: nothing will resume them.
     public func update() async throws(ReseedError) -> Outcome {
         let context = try await offload { () throws(ReseedError) in try self.context() }
         defer { context.lock.release() }
@@ -160,6 +164,8 @@ public struct ChannelUpdater: Sendable {
         guard let fetched = try await fetchSignedManifest(conditional: conditional) else {
             logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
             outcome.notModified = true
+            // The channel still offers what the store holds: what an update cut short after its install left is worthless.
+            await offload { SeedDownload.removeAll(store: context.name, in: context.directory) }
             return outcome
         }
         let manifest = fetched.manifest
@@ -168,7 +174,10 @@ public struct ChannelUpdater: Sendable {
                               message: "the channel offers the store '\(manifest.name)'; this store is '\(context.name)'")
         }
         if manifest.version == baseline {
-            try await offload { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
+            try await offload { () throws(ReseedError) in
+                SeedDownload.removeAll(store: context.name, in: context.directory)
+                try self.remember(fetched, version: manifest.version, in: context)
+            }
             return outcome
         }
         guard configuration.allowsDowngrade || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
