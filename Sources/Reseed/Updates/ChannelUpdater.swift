@@ -200,7 +200,7 @@ public struct ChannelUpdater: Sendable {
                 defer { applied.removeFiles() }
                 outcome.downloadedBytes = applied.received
                 do throws(ReseedError) {
-                    (outcome.importedTables, outcome.orphans) = try await install(applied.seed)
+                    (outcome.importedTables, outcome.orphans) = try await install(applied.seed, over: context.installed)
                 } catch where error.code == .verificationFailed {
                     throw ReseedError(error.code, step: .applyDelta, path: error.path, message: "the install refused the delta's result: \(error.message)")
                 }
@@ -231,7 +231,7 @@ public struct ChannelUpdater: Sendable {
         if manifest.compressed != nil { seedManifest.compression = .gzip }
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         do {
-            (outcome.importedTables, outcome.orphans) = try await install(seed)
+            (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed)
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
             if error.code == .verificationFailed { await offload { download.removeFiles() } }
@@ -252,7 +252,8 @@ public struct ChannelUpdater: Sendable {
     }
 
     /// Installs `seed`; returns the user tables copied out of a single-file store and the orphans per reference.
-    private func install(_ seed: Seed) async throws(ReseedError) -> (imported: [String: Int], orphans: [String: Int]) {
+    /// `installed` is the version the update found recorded: the install refuses to go on when another process changed it since.
+    private func install(_ seed: Seed, over installed: String?) async throws(ReseedError) -> (imported: [String: Int], orphans: [String: Int]) {
         switch target {
         case .store(let store):
             return ([:], try await store.replace(with: seed).orphans)
@@ -266,7 +267,7 @@ public struct ChannelUpdater: Sendable {
                             seedPath: seedPath, userPath: userStoreURL.path)
                     }
                 }
-                let installed = try launcher.installDownloaded(seed)
+                let installed = try launcher.installDownloaded(seed, expecting: installed)
                 return (installed.importedTables, try launcher.countOrphans(storeFileName: seed.manifest.storeFileName))
             }
         }
