@@ -67,8 +67,9 @@ let package = Package(
             name: "ReseedBenchmarks",
             dependencies: ["Reseed", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/ReseedBenchmarks"),
-        // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures): not a product.
-        .target(name: "ReseedTestSupport", path: "Tests/ReseedTestSupport"),
+        // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures, the file-system
+        // seam's fault plan): not a product.
+        .target(name: "ReseedTestSupport", dependencies: ["Reseed"], path: "Tests/ReseedTestSupport"),
         .testTarget(
             name: "ReseedTests",
             // CZlib: the gzip tests build a deflate stream zlib's own way (a bomb of flushed blocks).

@@ -3,6 +3,7 @@ import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
+import Synchronization
 import Testing
 
 extension ChannelSandbox {
@@ -301,5 +302,39 @@ extension ChannelSandbox {
             #expect(outcome.method == method, "from 1.\(generation).0")
             #expect(try device.storeContentHash() == releases[3].manifest.contentHash)
         }
+    }
+}
+
+extension ChannelDeltaTests {
+    /// A FIFO where the installed seed should be: the delta path must not give it to SQLite, whose
+    /// open would wait for a writer forever, holding the update lock. A watcher plays the writer
+    /// for any reader (so that the test ends even when that happens); the install's own checks
+    /// open it without blocking and refuse it.
+    @Test func aFIFOInPlaceOfTheInstalledSeedIsNeverOpenedForTheDelta() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, _) = try installedAndPublished(sandbox)
+        try FileManager.default.removeItem(at: sandbox.storeURL)
+        try #require(mkfifo(sandbox.storeURL.path, 0o644) == 0)
+        let path = sandbox.storeURL.path
+        // (stop asked, the watcher gone)
+        let watch = Mutex((stop: false, gone: false))
+        let watcher = Thread {
+            while !watch.withLock({ $0.stop }) {
+                // O_NONBLOCK: fails with ENXIO while no one has the FIFO open for reading.
+                let fd = open(path, O_WRONLY | O_NONBLOCK)
+                if fd >= 0 { close(fd) }
+                usleep(5_000)
+            }
+            watch.withLock { $0.gone = true }
+        }
+        watcher.start()
+
+        let outcome = try await sandbox.updater(bundled).update()
+        watch.withLock { $0.stop = true }
+        while !watch.withLock({ $0.gone }) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("not a regular file") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
     }
 }

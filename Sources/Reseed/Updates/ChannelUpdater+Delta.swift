@@ -50,7 +50,7 @@ extension ChannelUpdater {
         do {
             let seed = try await offload("reseed-delta") { () throws(ReseedError) -> Seed in
                 try self.decompress(downloaded.file, into: deltaName, limit: manifest.size, in: directory)
-                try self.copyInstalledSeed(context.storeURL.path, into: appliedName, in: directory)
+                try self.copyInstalledSeed(context.storeURL.lastPathComponent, into: appliedName, in: directory)
                 _ = try SeedDelta.apply(deltaPath: directory.path(deltaName), to: directory.path(appliedName), expectedContentHash: expected)
                 return try self.seed(appliedName, of: manifest, in: directory)
             }
@@ -78,7 +78,16 @@ extension ChannelUpdater {
     /// Copies the installed seed into a new file `name` with SQLite's backup, which reads a
     /// consistent snapshot whatever the store's journal mode (a single-file store runs in WAL),
     /// then gives the copy a rollback journal, as every seed has.
-    private func copyInstalledSeed(_ storePath: String, into name: String, in directory: Directory) throws(ReseedError) {
+    ///
+    /// The store `storeName` in `directory` is read only when it is a regular file (`lstat`): SQLite
+    /// opens it by its path, and would wait forever on a FIFO, holding the update lock.
+    private func copyInstalledSeed(_ storeName: String, into name: String, in directory: Directory) throws(ReseedError) {
+        let storePath = directory.path(storeName)
+        let kind = try during(.applyDelta, path: storePath) { try directory.status(storeName)?.kind }
+        guard kind == .regular else {
+            throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath, message:
+                "the installed seed is \(kind.map { $0.nonRegularName ?? "" } ?? "missing")\(kind == nil ? "" : ", not a regular file"); no delta starts from it")
+        }
         let path = directory.path(name)
         try during(.applyDelta, path: path) {
             _ = try directory.remove(name)

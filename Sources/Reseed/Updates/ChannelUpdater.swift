@@ -146,6 +146,10 @@ public struct ChannelUpdater: Sendable {
     ///   ``ReseedError/Code/invalidManifest``, ``ReseedError/Code/verificationFailed`` (the
     ///   download does not match the signed size and SHA-256), and the install's own errors,
     ///   such as ``ReseedError/Code/storeBusy``.
+    ///
+    /// When the channel offers what the store holds, the files an earlier update left in the data
+    /// directory (a partial download whose install was done when the update stopped, a delta's
+    /// copy of the seed) are removed: nothing will resume them.
     public func update() async throws(ReseedError) -> Outcome {
         let context = try await offload { () throws(ReseedError) in try self.context() }
         defer { context.lock.release() }
@@ -160,6 +164,8 @@ public struct ChannelUpdater: Sendable {
         guard let fetched = try await fetchSignedManifest(conditional: conditional) else {
             logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
             outcome.notModified = true
+            // The channel still offers what the store holds: what an update cut short after its install left is worthless.
+            await offload { SeedDownload.removeAll(store: context.name, in: context.directory) }
             return outcome
         }
         let manifest = fetched.manifest
@@ -168,7 +174,10 @@ public struct ChannelUpdater: Sendable {
                               message: "the channel offers the store '\(manifest.name)'; this store is '\(context.name)'")
         }
         if manifest.version == baseline {
-            try await offload { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
+            try await offload { () throws(ReseedError) in
+                SeedDownload.removeAll(store: context.name, in: context.directory)
+                try self.remember(fetched, version: manifest.version, in: context)
+            }
             return outcome
         }
         guard configuration.allowsDowngrade || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
@@ -191,7 +200,7 @@ public struct ChannelUpdater: Sendable {
                 defer { applied.removeFiles() }
                 outcome.downloadedBytes = applied.received
                 do throws(ReseedError) {
-                    (outcome.importedTables, outcome.orphans) = try await install(applied.seed)
+                    (outcome.importedTables, outcome.orphans) = try await install(applied.seed, over: context.installed)
                 } catch where error.code == .verificationFailed {
                     throw ReseedError(error.code, step: .applyDelta, path: error.path, message: "the install refused the delta's result: \(error.message)")
                 }
@@ -222,7 +231,7 @@ public struct ChannelUpdater: Sendable {
         if manifest.compressed != nil { seedManifest.compression = .gzip }
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         do {
-            (outcome.importedTables, outcome.orphans) = try await install(seed)
+            (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed)
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
             if error.code == .verificationFailed { await offload { download.removeFiles() } }
@@ -243,7 +252,8 @@ public struct ChannelUpdater: Sendable {
     }
 
     /// Installs `seed`; returns the user tables copied out of a single-file store and the orphans per reference.
-    private func install(_ seed: Seed) async throws(ReseedError) -> (imported: [String: Int], orphans: [String: Int]) {
+    /// `installed` is the version the update found recorded: the install refuses to go on when another process changed it since.
+    private func install(_ seed: Seed, over installed: String?) async throws(ReseedError) -> (imported: [String: Int], orphans: [String: Int]) {
         switch target {
         case .store(let store):
             return ([:], try await store.replace(with: seed).orphans)
@@ -257,7 +267,7 @@ public struct ChannelUpdater: Sendable {
                             seedPath: seedPath, userPath: userStoreURL.path)
                     }
                 }
-                let installed = try launcher.installDownloaded(seed)
+                let installed = try launcher.installDownloaded(seed, expecting: installed)
                 return (installed.importedTables, try launcher.countOrphans(storeFileName: seed.manifest.storeFileName))
             }
         }

@@ -6,13 +6,18 @@ extension Launcher {
     /// verifying the full SHA-256, swap, record), with `"source": "download"` recorded beside
     /// the version. The counterpart of ``prepare()`` for a seed that is not the bundled one.
     ///
+    /// `expected` is the version the update found recorded (nil: none) and decided against; when
+    /// another process (a launch of an updated app) recorded another one since, the seed is not
+    /// installed: it could be older than what that launch installed.
+    ///
     /// - Throws: ``ReseedError`` as ``prepare()`` does: ``ReseedError/Code/storeBusy`` while
-    ///   another connection has the store open (use ``LiveStore/replace(with:)`` then).
-    func installDownloaded(_ seed: Seed) throws(ReseedError) -> LaunchOutcome {
+    ///   another connection has the store open (use ``LiveStore/replace(with:)`` then);
+    ///   ``ReseedError/Code/channelRefused`` when the recorded version is no longer `expected`.
+    func installDownloaded(_ seed: Seed, expecting expected: String?) throws(ReseedError) -> LaunchOutcome {
         let locked = try lockStore(seed.manifest)
         defer { locked.lock.release() }
         return try Installation(launcher: self, seed: seed, directory: locked.directory, preferences: preferences, source: .download)
-            .installDownloaded()
+            .installDownloaded(expecting: expected)
     }
 }
 
@@ -21,9 +26,13 @@ extension Installation {
     ///
     /// The launch's steps 2 to 5 without its preparations: no legacy store is adopted and
     /// corrupt preferences are not moved aside here (recording the version does that).
-    func installDownloaded() throws(ReseedError) -> LaunchOutcome {
+    func installDownloaded(expecting expected: String?) throws(ReseedError) -> LaunchOutcome {
         let (contents, entries) = try preferences.readEntries()
         let recorded = recorded(contents, entries)
+        if let now = recorded?.version, now != expected, now != manifest.version {
+            throw ReseedError(.channelRefused, step: .checkManifest, path: preferences.url.path, message:
+                "\(manifest.name) \(now) was installed while this update fetched \(manifest.version) over \(expected ?? "nothing"); not installed (the next update starts from \(now))")
+        }
         let state = try storeState()
         let user = try prepareUserStore(recorded: recorded, storeState: state)
         let decision = Decision.decide(name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
