@@ -159,6 +159,8 @@ extension ChannelSandbox {
         let outcome = try await sandbox.updater(bundled).update()
         #expect(outcome.method == .full)
         #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
+        // Both downloads count: the delta that failed, then the compressed seed.
+        #expect(outcome.downloadedBytes == otherDelta.file.size + (published.manifest.compressed?.size ?? 0))
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.downloadFiles().isEmpty)

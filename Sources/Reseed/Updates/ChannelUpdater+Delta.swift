@@ -29,7 +29,10 @@ extension ChannelUpdater {
     ///
     /// - Throws: ``ReseedError``: any failure here leaves the store as it was, and the caller
     ///   falls back to the full seed.
-    func applyDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context) async throws(ReseedError) -> DeltaResult {
+    /// `received` counts the delta's bytes this call downloaded, whether or not it then succeeds.
+    func applyDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context, received: inout Int64)
+        async throws(ReseedError) -> DeltaResult
+    {
         guard let expected = manifest.contentHash else {
             throw ReseedError(.invalidManifest, step: .applyDelta, url: channelURL, message: "the channel states no content hash for the delta's result")
         }
@@ -39,6 +42,7 @@ extension ChannelUpdater {
             directory: directory, transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress,
             keeping: manifest.offeredSHA256)
         let downloaded = try await download.run()
+        received += downloaded.received
         let stem = SeedDownload.prefix(forStore: manifest.name) + "delta-" + String(delta.file.sha256.prefix(16))
         let deltaName = stem + ".sqlite", appliedName = stem + ".applied"
         let removeFiles: @Sendable () -> Void = {
@@ -50,7 +54,7 @@ extension ChannelUpdater {
         do {
             let seed = try await offload("reseed-delta") { () throws(ReseedError) -> Seed in
                 try self.decompress(downloaded.file, into: deltaName, limit: manifest.size, in: directory)
-                try self.copyInstalledSeed(context.storeURL.lastPathComponent, into: appliedName, in: directory)
+                try self.copyInstalledSeed(context.storeURL.lastPathComponent, into: appliedName, sizeLimit: manifest.size, in: directory)
                 _ = try SeedDelta.apply(deltaPath: directory.path(deltaName), to: directory.path(appliedName), expectedContentHash: expected)
                 return try self.seed(appliedName, of: manifest, in: directory)
             }
@@ -81,12 +85,19 @@ extension ChannelUpdater {
     ///
     /// The store `storeName` in `directory` is read only when it is a regular file (`lstat`): SQLite
     /// opens it by its path, and would wait forever on a FIFO, holding the update lock.
-    private func copyInstalledSeed(_ storeName: String, into name: String, in directory: Directory) throws(ReseedError) {
+    private func copyInstalledSeed(_ storeName: String, into name: String, sizeLimit: Int64, in directory: Directory) throws(ReseedError) {
         let storePath = directory.path(storeName)
-        let kind = try during(.applyDelta, path: storePath) { try directory.status(storeName)?.kind }
+        let status = try during(.applyDelta, path: storePath) { try directory.status(storeName) }
+        let kind = status?.kind
         guard kind == .regular else {
             throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath, message:
                 "the installed seed is \(kind.map { $0.nonRegularName ?? "" } ?? "missing")\(kind == nil ? "" : ", not a regular file"); no delta starts from it")
+        }
+        // A single-file store the app filled far beyond the seed cannot give the seed's content
+        // hash: not worth copying whole to find out.
+        if let size = status?.size, size > 2 * sizeLimit + (64 << 20) {
+            throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath, message:
+                "the store is \(size) bytes, far more than the \(sizeLimit)-byte seed: the app has written to it; no delta starts from it")
         }
         let path = directory.path(name)
         try during(.applyDelta, path: path) {

@@ -196,9 +196,8 @@ public struct ChannelUpdater: Sendable {
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
             ])
             do throws(ReseedError) {
-                let applied = try await applyDelta(delta, of: manifest, in: context)
+                let applied = try await applyDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
                 defer { applied.removeFiles() }
-                outcome.downloadedBytes = applied.received
                 do throws(ReseedError) {
                     (outcome.importedTables, outcome.orphans) = try await install(applied.seed, over: context.installed)
                 } catch where error.code == .verificationFailed {

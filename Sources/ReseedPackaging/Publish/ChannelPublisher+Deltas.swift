@@ -50,7 +50,7 @@ extension ChannelPublisher {
 
     /// Writes `name`, the gzip of the channel file `source`, unless the folder holds it already with
     /// the same bytes (a client may be downloading it: a published file never changes).
-    func publishCompressed(_ source: String, as name: String, in directory: Directory) throws(ReseedError) -> ChannelManifest.File {
+    func publishCompressed(_ source: String, as name: String, in directory: Directory) throws(ReseedError) -> ChannelManifest.File? {
         try publishGzip(of: directory.path(source), as: name, in: directory)
     }
 
@@ -75,11 +75,10 @@ extension ChannelPublisher {
         if let stated = release.contentHash, stated != summary.fromContentHash {
             return .failure(Skipped(message: "\(release.file) has content hash \(summary.fromContentHash), the channel said \(stated)"))
         }
-        let file = try publishGzip(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true)
         let full = manifest.compressed?.size ?? manifest.size
-        if file.size * 2 > full {
-            _ = try? directory.remove(release.deltaFile)
-            return .failure(Skipped(message: "the delta weighs \(file.size) bytes, more than half the \(manifest.compressed == nil ? "" : "compressed ")seed's \(full)"))
+        // Checked before the file takes its name: a delta too heavy to publish never replaces one the live channel.json names.
+        guard let file = try publishGzip(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true, limit: full / 2) else {
+            return .failure(Skipped(message: "the delta weighs more than half the \(manifest.compressed == nil ? "" : "compressed ")seed's \(full) bytes"))
         }
         return .success(ChannelManifest.Delta(fromVersion: release.version, fromContentHash: summary.fromContentHash, file: file))
     }
@@ -88,8 +87,9 @@ extension ChannelPublisher {
     /// fsync). When `name` exists with other bytes: an error, unless `replacing` (a delta, which only
     /// this publish's manifest will name; a client downloading the old one finds its SHA-256 wrong and
     /// falls back to the full seed).
-    private func publishGzip(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false)
-        throws(ReseedError) -> ChannelManifest.File
+    /// Returns nil, writing nothing under `name`, when the compressed file is over `limit` bytes.
+    private func publishGzip(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
+        throws(ReseedError) -> ChannelManifest.File?
     {
         let temporary = Directory.temporaryName(for: name)
         defer { _ = try? directory.remove(temporary) }
@@ -101,6 +101,7 @@ extension ChannelPublisher {
             }, check: { _ in })
             return try FileFacts(path: directory.path(temporary))
         }
+        guard written.size <= limit else { return nil }
         if try during(.publish, path: target, { try directory.status(name) }) != nil {
             let existing = try during(.publish, path: target) { try FileFacts(path: target) }
             if existing.sha256 == written.sha256 {
