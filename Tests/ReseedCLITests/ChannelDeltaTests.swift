@@ -241,6 +241,36 @@ extension ChannelSandbox {
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 
+    @Test func withAUserStoreTheSeedIsNeverWrittenSoTheDeltaAppliesAndTheUserRowsStay() async throws {
+        let sandbox = try ChannelSandbox()
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("note") { db in
+            try db.execute(sql: "CREATE TABLE note (id INTEGER PRIMARY KEY, item_id INTEGER, body TEXT NOT NULL)")
+        }
+        var configuration = Launcher.Configuration()
+        configuration.userStore = Launcher.UserStore(name: "items-user", migrator: migrator, references: [try SeedReference("note.item_id", to: "item.id")])
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        let launcher = Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.dataDirectory, configuration: configuration)
+        let (pool, _) = try launcher.launch()
+        // The app's rows, one pointing at an item the next release deletes (id 8: 8 % 500 == 1 + 7).
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO note (item_id, body) VALUES (1, 'checked'), (8, 'about to lose its item')")
+        }
+        try pool.close()
+        try sandbox.publish(bundled, compressed: true)
+        let offered = try sandbox.release("1.1.0", generation: 1)
+        try sandbox.publish(offered, compressed: true)
+
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, launcher: launcher).update()
+        #expect(outcome.method == .delta)
+        #expect(outcome.orphans == ["note.item_id->item.id": 1], "\(outcome.orphans)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        let (reopened, launched) = try launcher.launch()
+        #expect(launched.version == "1.1.0")
+        #expect(try await reopened.read { try String.fetchAll($0, sql: "SELECT body FROM note ORDER BY id") } == ["checked", "about to lose its item"])
+        try reopened.close()
+    }
+
     @Test func diffDeltaSizePrintsWhatTheDeltaWeighsOnTheChannel() throws {
         let sandbox = try ChannelSandbox()
         let old = try sandbox.release("1.0.0", generation: 0)
