@@ -73,6 +73,7 @@ public struct ChannelManifest: Sendable, Hashable {
         /// Lowercase hex SHA-256 of its bytes as stored.
         public var sha256: String
 
+        /// A channel file from its fields; the encoding defaults to `gzip`.
         public init(encoding: String = "gzip", file: String, size: Int64, sha256: String) {
             self.encoding = encoding
             self.file = file
@@ -91,6 +92,7 @@ public struct ChannelManifest: Sendable, Hashable {
         /// The compressed delta file.
         public var file: File
 
+        /// A delta entry from its fields.
         public init(fromVersion: String, fromContentHash: String, file: File) {
             self.fromVersion = fromVersion
             self.fromContentHash = fromContentHash
