@@ -6,17 +6,15 @@ extension ChannelUpdater {
     struct DeltaResult: Sendable {
         /// The seed: the applied copy in the data directory, under a manifest of its own bytes.
         var seed: Seed
-        /// Compressed delta bytes received by this update.
-        var received: Int64
         /// Removes the delta's download and the files made from it.
         var removeFiles: @Sendable () -> Void
     }
 
-    /// The delta of `manifest` that starts from the installed seed, when there is one to try: the
-    /// installed seed's content hash is recorded (never guessed from its version), the channel states
-    /// the new seed's content hash, and one delta starts from the recorded hash.
-    func usableDelta(_ manifest: ChannelManifest, in context: Context) -> ChannelManifest.Delta? {
-        guard context.installed != nil, let installed = context.contentHash, manifest.contentHash != nil else { return nil }
+    /// The delta of `manifest` that starts from `installed`, the installed seed's content hash as
+    /// recorded at its install (never guessed from its version), when the channel also states the
+    /// new seed's content hash.
+    func usableDelta(_ manifest: ChannelManifest, from installed: String?) -> ChannelManifest.Delta? {
+        guard let installed, manifest.contentHash != nil else { return nil }
         return manifest.deltas.first { $0.fromContentHash == installed }
     }
 
@@ -27,9 +25,10 @@ extension ChannelUpdater {
     /// a crash leaves them for the next update to remove, never for an install's clean-up, which
     /// could run in another process while this one works.
     ///
+    /// `received` counts the delta's bytes this call downloaded, whether or not it then succeeds.
+    ///
     /// - Throws: ``ReseedError``: any failure here leaves the store as it was, and the caller
     ///   falls back to the full seed.
-    /// `received` counts the delta's bytes this call downloaded, whether or not it then succeeds.
     func applyDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context, received: inout Int64)
         async throws(ReseedError) -> DeltaResult
     {
@@ -48,7 +47,7 @@ extension ChannelUpdater {
         let removeFiles: @Sendable () -> Void = {
             download.removeFiles()
             for name in [deltaName, appliedName] {
-                for suffix in ["", "-journal", "-wal", "-shm"] { _ = try? directory.remove(name + suffix) }
+                for suffix in [""] + Installation.sidecars { _ = try? directory.remove(name + suffix) }
             }
         }
         do {
@@ -58,7 +57,7 @@ extension ChannelUpdater {
                 _ = try SeedDelta.apply(deltaPath: directory.path(deltaName), to: directory.path(appliedName), expectedContentHash: expected)
                 return try self.seed(appliedName, of: manifest, in: directory)
             }
-            return DeltaResult(seed: seed, received: downloaded.received, removeFiles: removeFiles)
+            return DeltaResult(seed: seed, removeFiles: removeFiles)
         } catch {
             removeFiles()
             throw error
@@ -66,14 +65,18 @@ extension ChannelUpdater {
     }
 
     /// Decompresses the downloaded delta into a new file `name` (never through a name someone
-    /// prepared: removed, then created with `O_EXCL`), at most `limit` bytes.
+    /// prepared: removed, then created with `O_EXCL`), at most `limit` bytes, through the file-system
+    /// seam as the install's own decompression.
     private func decompress(_ compressed: String, into name: String, limit: Int64, in directory: Directory) throws(ReseedError) {
         let path = directory.path(name)
         try during(.applyDelta, path: path) {
             _ = try directory.remove(name)
             let output = try directory.createExclusive(name)
             let input = try FileSystem.openRegularFile(directory.path(compressed))
-            _ = try Gzip.decompress(from: input.raw, to: output.raw, limit: limit, hashing: false)
+            let (inputFD, outputFD) = (input.raw, output.raw)
+            _ = try directory.fileSystem.performCoding(.copy, path) { () throws(Gzip.Failure) in
+                try Gzip.decompress(from: inputFD, to: outputFD, limit: limit, hashing: false)
+            }
             withExtendedLifetime(input) {}
             withExtendedLifetime(output) {}
         }

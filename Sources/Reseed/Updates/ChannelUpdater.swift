@@ -191,7 +191,7 @@ public struct ChannelUpdater: Sendable {
         }
 
         outcome.fromContentHash = context.installed == nil ? nil : context.contentHash
-        if let delta = usableDelta(manifest, in: context) {
+        if let delta = usableDelta(manifest, from: outcome.fromContentHash) {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
             ])
@@ -204,7 +204,7 @@ public struct ChannelUpdater: Sendable {
                     throw ReseedError(error.code, step: .applyDelta, path: error.path, message: "the install refused the delta's result: \(error.message)")
                 }
                 try await offload { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
-                logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(applied.received)"])
+                logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(outcome.downloadedBytes)"])
                 outcome.action = .updated
                 outcome.version = manifest.version
                 outcome.method = .delta

@@ -51,7 +51,7 @@ public enum SeedDeltaBuilder {
         public var size: Int64
     }
 
-    /// What ``build(from:to:into:)`` did.
+    /// What ``build(from:to:into:newContentHash:)`` did.
     public enum Outcome: Sendable, Equatable {
         /// The delta file was written and checked.
         case built(Built)
@@ -71,10 +71,15 @@ public enum SeedDeltaBuilder {
     ///   - newPath: The seed it leads to; opened read-only.
     ///   - deltaPath: Where to write the delta; must not exist. On any failure or a
     ///     ``Outcome/notExpressible(reason:)``, nothing is left there.
+    ///   - newContentHash: The new seed's content hash when the caller has computed it already
+    ///     (`reseed publish` does), so it is not computed again; nil to compute it. Trusted only as
+    ///     far as the verification goes: a delta that does not reach it is not expressible.
     /// - Throws: ``ReseedError`` (step ``ReseedError/Step/buildDelta``): ``ReseedError/Code/invalidArgument``
     ///   when `deltaPath` exists; ``ReseedError/Code/io`` or ``ReseedError/Code/database`` when a file
     ///   cannot be read or written (step ``ReseedError/Step/verify`` for a seed that cannot be hashed).
-    public static func build(from oldPath: String, to newPath: String, into deltaPath: String) throws(ReseedError) -> Outcome {
+    public static func build(from oldPath: String, to newPath: String, into deltaPath: String, newContentHash: String? = nil)
+        throws(ReseedError) -> Outcome
+    {
         let deltaURL = URL(fileURLWithPath: deltaPath, isDirectory: false)
         let directory = try during(.buildDelta, path: deltaPath) {
             try FileSystem().openDirectory(deltaURL.deletingLastPathComponent(), create: false)
@@ -97,7 +102,8 @@ public enum SeedDeltaBuilder {
             }
         }
         let fromContentHash = try SeedContentHash.compute(path: oldPath)
-        let toContentHash = try SeedContentHash.compute(path: newPath)
+        let toContentHash: String
+        if let newContentHash { toContentHash = newContentHash } else { toContentHash = try SeedContentHash.compute(path: newPath) }
         let written = try during(.buildDelta, path: deltaPath) {
             try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
                 .write(fromContentHash: fromContentHash, toContentHash: toContentHash)

@@ -32,7 +32,7 @@ extension SeedDiff {
     /// Builds the delta from `old` to `new` in a temporary folder, measures it and removes it.
     ///
     /// - Throws: ``ReseedError`` when a seed cannot be read or the temporary folder written
-    ///   (see ``SeedDeltaBuilder/build(from:to:into:)``); a change no delta can express is a result, not an error.
+    ///   (see ``SeedDeltaBuilder/build(from:to:into:newContentHash:)``); a change no delta can express is a result, not an error.
     public static func deltaSize(old: URL, new: URL) throws(ReseedError) -> DeltaSize {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("reseed-delta-\(UInt64.random(in: .min ... .max))", isDirectory: true)

@@ -48,12 +48,6 @@ extension ChannelPublisher {
         return computed
     }
 
-    /// Writes `name`, the gzip of the channel file `source`, unless the folder holds it already with
-    /// the same bytes (a client may be downloading it: a published file never changes).
-    func publishCompressed(_ source: String, as name: String, in directory: Directory) throws(ReseedError) -> ChannelManifest.File? {
-        try publishGzip(of: directory.path(source), as: name, in: directory)
-    }
-
     /// Builds the delta from `release` to the seed `manifest` describes, checks it and publishes it
     /// compressed; or says why not.
     func publishDelta(from release: EarlierRelease, to manifest: ChannelManifest, in directory: Directory)
@@ -66,7 +60,8 @@ extension ChannelPublisher {
         defer {
             for suffix in ["", "-journal"] { _ = try? directory.remove(raw + suffix) }
         }
-        let outcome = try SeedDeltaBuilder.build(from: directory.path(release.file), to: directory.path(manifest.file), into: directory.path(raw))
+        let outcome = try SeedDeltaBuilder.build(
+            from: directory.path(release.file), to: directory.path(manifest.file), into: directory.path(raw), newContentHash: manifest.contentHash)
         let summary: SeedDeltaBuilder.Built
         switch outcome {
         case .notExpressible(let reason): return .failure(Skipped(message: reason))
@@ -84,11 +79,12 @@ extension ChannelPublisher {
     }
 
     /// Compresses the file at `sourcePath` into the channel file `name` (temp file, fsync, rename, folder
-    /// fsync). When `name` exists with other bytes: an error, unless `replacing` (a delta, which only
-    /// this publish's manifest will name; a client downloading the old one finds its SHA-256 wrong and
-    /// falls back to the full seed).
+    /// fsync), unless the folder holds it already with the same bytes. When `name` exists with other
+    /// bytes: an error (a client may be downloading it: a published file never changes), unless
+    /// `replacing` (a delta, which only this publish's manifest will name; a client downloading the
+    /// old one finds its SHA-256 wrong and falls back to the full seed).
     /// Returns nil, writing nothing under `name`, when the compressed file is over `limit` bytes.
-    private func publishGzip(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
+    func publishGzip(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
         throws(ReseedError) -> ChannelManifest.File?
     {
         let temporary = Directory.temporaryName(for: name)

@@ -92,7 +92,7 @@ public struct ChannelPublisher: Sendable {
         }
         let copied = try copySeed(seed, as: file, into: directory)
         manifest.contentHash = try checkContentHash(of: file, seed: seed, in: directory)
-        if compresses { manifest.compressed = try publishCompressed(file, as: compressedFile, in: directory) }
+        if compresses { manifest.compressed = try publishGzip(of: directory.path(file), as: compressedFile, in: directory) }
         var skipped: [(fromVersion: String, reason: String)] = []
         for release in earlier.prefix(deltas) {
             switch try publishDelta(from: release, to: manifest, in: directory) {
