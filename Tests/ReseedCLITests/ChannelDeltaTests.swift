@@ -58,6 +58,22 @@ extension ChannelSandbox {
         return (bundled, offered, try sandbox.publish(offered, compressed: true))
     }
 
+    /// The update installed `offered` as the full seed: the delta failed for `reason` (a phrase of
+    /// ``ChannelUpdater/Outcome/deltaFailure``), or none was tried when `reason` is nil; the store
+    /// holds `offered`'s content and the preferences record its hash; no download file is left.
+    func expectFullSeed(_ outcome: ChannelUpdater.Outcome, because reason: String?, offered: Seed, in sandbox: ChannelSandbox,
+                        sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(outcome.method == .full, sourceLocation: sourceLocation)
+        if let reason {
+            #expect(outcome.deltaFailure?.contains(reason) == true, "\(outcome.deltaFailure ?? "nil")", sourceLocation: sourceLocation)
+        } else {
+            #expect(outcome.deltaFailure == nil, sourceLocation: sourceLocation)
+        }
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash, sourceLocation: sourceLocation)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash, sourceLocation: sourceLocation)
+        #expect(try sandbox.downloadFiles().isEmpty, sourceLocation: sourceLocation)
+    }
+
     @Test func aDeltaFromTheInstalledSeedIsAppliedInsteadOfTheFullSeed() async throws {
         let sandbox = try ChannelSandbox()
         let (bundled, offered, published) = try installedAndPublished(sandbox)
@@ -97,11 +113,7 @@ extension ChannelSandbox {
         try bytes.write(to: url)
 
         let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure?.contains("SHA-256") == true, "\(outcome.deltaFailure ?? "nil")")
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.downloadFiles().isEmpty)
+        try expectFullSeed(outcome, because: "SHA-256", offered: offered, in: sandbox)
     }
 
     @Test func aDeltaTheServerDoesNotServeFallsBackToTheFullSeed() async throws {
@@ -111,10 +123,7 @@ extension ChannelSandbox {
         try FileManager.default.removeItem(at: sandbox.channel.appendingPathComponent(delta.file.file))
 
         let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure?.contains("404") == true, "\(outcome.deltaFailure ?? "nil")")
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.downloadFiles().isEmpty)
+        try expectFullSeed(outcome, because: "404", offered: offered, in: sandbox)
     }
 
     @Test func aDeltaForAnotherStartingHashIsNotDownloaded() async throws {
@@ -129,12 +138,10 @@ extension ChannelSandbox {
         let before = try sandbox.server.requests().count
 
         let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure == nil)
+        try expectFullSeed(outcome, because: nil, offered: offered, in: sandbox)
         #expect(outcome.fromContentHash == bundled.manifest.contentHash)
         let paths = try sandbox.server.requests().dropFirst(before).map(\.path)
         #expect(!paths.contains { $0.hasSuffix(".delta.gz") }, "\(paths)")
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
     }
 
     @Test func aDeltaThatYieldsAnotherContentHashFallsBackToTheFullSeed() async throws {
@@ -157,13 +164,9 @@ extension ChannelSandbox {
         }
 
         let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
+        try expectFullSeed(outcome, because: "content hash", offered: offered, in: sandbox)
         // Both downloads count: the delta that failed, then the compressed seed.
         #expect(outcome.downloadedBytes == otherDelta.file.size + (published.manifest.compressed?.size ?? 0))
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.downloadFiles().isEmpty)
     }
 
     @Test func aSingleFileStoreTheAppWroteToFallsBackToTheFullSeed() async throws {
@@ -174,9 +177,7 @@ extension ChannelSandbox {
         try queue.close()
 
         let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        try expectFullSeed(outcome, because: "content hash", offered: offered, in: sandbox)
     }
 
     @Test func aSchemaChangeGetsNoDeltaAndTheFullSeedInstalls() async throws {
@@ -193,13 +194,11 @@ extension ChannelSandbox {
         let before = try sandbox.server.requests().count
 
         let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure == nil)
+        try expectFullSeed(outcome, because: nil, offered: offered, in: sandbox)
         // The full seed travels compressed; the install decompresses it and checks the database's SHA-256.
         #expect(outcome.downloadedBytes == compressed.size)
         #expect(compressed.size * 2 < offered.manifest.size)
         #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + compressed.file])
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 
@@ -364,9 +363,6 @@ extension ChannelDeltaTests {
         let outcome = try await sandbox.updater(bundled).update()
         watch.withLock { $0.stop = true }
         while !watch.withLock({ $0.gone }) { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(outcome.method == .full)
-        #expect(outcome.deltaFailure?.contains("not a regular file") == true, "\(outcome.deltaFailure ?? "nil")")
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.downloadFiles().isEmpty)
+        try expectFullSeed(outcome, because: "not a regular file", offered: offered, in: sandbox)
     }
 }
