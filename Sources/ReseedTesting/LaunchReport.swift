@@ -30,7 +30,7 @@ public struct LaunchReport: Sendable {
                 """)
             var counts: [String: Int] = [:]
             for table in tables {
-                counts[table] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \"\(table.replacingOccurrences(of: "\"", with: "\"\""))\"")
+                counts[table] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.quotedIdentifier)")
             }
             let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ")
             return (try SeedMetadata.read(db)?.version, counts, integrity)

@@ -80,7 +80,7 @@ struct UserStoreSummary: Encodable {
                 """)
             var tables: [String: Int] = [:]
             for name in names where name != "grdb_migrations" {
-                tables[name] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(name.quotedDatabaseIdentifier)") ?? 0
+                tables[name] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(name.quotedIdentifier)") ?? 0
             }
             let migrations = names.contains("grdb_migrations")
                 ? try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid") : []

@@ -56,9 +56,9 @@ import Testing
                 let name: String = row["name"]
                 let withoutRowid: Bool = row["wr"]
                 let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?) WHERE hidden = 0", arguments: [name])
-                let selected = (withoutRowid ? [] : ["_rowid_"]) + columns.map(\.quotedDatabaseIdentifier)
+                let selected = (withoutRowid ? [] : ["_rowid_"]) + columns.map(\.quotedIdentifier)
                 var lines: [String] = []
-                try forEachRow(db, "SELECT \(selected.joined(separator: ", ")) FROM \(name.quotedDatabaseIdentifier) ORDER BY 1") { handle in
+                try forEachRow(db, "SELECT \(selected.joined(separator: ", ")) FROM \(name.quotedIdentifier) ORDER BY 1") { handle in
                     lines.append(selected.indices.map { describe(StoredValue(handle, column: Int32($0))) }.joined(separator: " | "))
                     return true
                 }

@@ -131,7 +131,7 @@ extension SeedDelta {
             guard columns == expected else {
                 throw invalid("table \(table.name): \(name) has columns (\(columns.prefix(8).joined(separator: ", "))…); the seed's table needs \(expected.count): (\(expected.prefix(8).joined(separator: ", "))…)")
             }
-            let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.delta).\(name.quotedDatabaseIdentifier)") ?? -1
+            let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.delta).\(name.quotedIdentifier)") ?? -1
             guard rows == table.count(list) else {
                 throw invalid("table \(table.name): \(name) holds \(rows) rows; the header says \(table.count(list))")
             }
@@ -140,7 +140,7 @@ extension SeedDelta {
                     throw invalid("table \(table.name): the delta updates rows of a table whose columns are all in its key")
                 }
                 let malformed = try Int.fetchOne(db, sql: """
-                    SELECT count(*) FROM \(Self.delta).\(name.quotedDatabaseIdentifier)
+                    SELECT count(*) FROM \(Self.delta).\(name.quotedIdentifier)
                     WHERE typeof(\(Names.changed)) <> 'text' OR length(\(Names.changed)) <> ? OR \(Names.changed) GLOB '*[^01]*'
                     """, arguments: [shape.values.count]) ?? 0
                 guard malformed == 0 else {
@@ -151,8 +151,8 @@ extension SeedDelta {
 
         /// Runs the one statement of a row list and checks that it touched exactly its rows.
         private func apply(_ list: Names.List, of table: Header.Table, shape: TableShape) throws {
-            let source = "\(Self.delta).\(Names.table(table.index, list).quotedDatabaseIdentifier)"
-            let target = "main.\(shape.name.quotedDatabaseIdentifier)"
+            let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
+            let target = "main.\(shape.name.quotedIdentifier)"
             let keys = Names.keys(shape.key.count)
             let values = Names.values(shape.values.count)
             let sql: String
@@ -162,10 +162,10 @@ extension SeedDelta {
                 sql = "DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source))"
             case .updated:
                 let assignments = shape.values.enumerated().map { offset, column in
-                    let quoted = column.quotedDatabaseIdentifier
+                    let quoted = column.quotedIdentifier
                     return "\(quoted) = CASE WHEN substr(d.\(Names.changed), \(offset + 1), 1) = '1' THEN d.\(values[offset]) ELSE t.\(quoted) END"
                 }
-                let match = zip(shape.key, keys).map { "t.\($0.quotedDatabaseIdentifier) = d.\($1)" }
+                let match = zip(shape.key, keys).map { "t.\($0.quotedIdentifier) = d.\($1)" }
                 sql = "UPDATE OR ABORT \(target) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) AS d WHERE \(match.joined(separator: " AND "))"
             case .inserted:
                 sql = "INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source) ORDER BY rowid"

@@ -58,7 +58,7 @@ extension SeedDelta {
         ///
         /// - Throws: the `DatabaseError` of reading the schema.
         package static func read(_ name: String, withoutRowid: Bool, in schemaName: String, _ db: Database) throws -> Result<TableShape, NotExpressible> {
-            let columns = try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedDatabaseIdentifier).table_xinfo(\(name.quotedDatabaseIdentifier))")
+            let columns = try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedIdentifier).table_xinfo(\(name.quotedIdentifier))")
             guard !columns.isEmpty else {
                 return .failure(NotExpressible(reason: "table \(name) has no columns SQLite can list"))
             }
@@ -98,7 +98,7 @@ extension SeedDelta {
     ///
     /// - Throws: the `DatabaseError` of reading the schema.
     package static func contentTables(in schemaName: String, _ db: Database) throws -> [(name: String, withoutRowid: Bool)] {
-        try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedDatabaseIdentifier).table_list")
+        try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedIdentifier).table_list")
             .compactMap { row -> (name: String, withoutRowid: Bool)? in
                 let name: String = row["name"] ?? ""
                 let type: String = row["type"] ?? ""
@@ -112,6 +112,6 @@ extension SeedDelta {
 extension [String] {
     /// The names quoted as SQL identifiers, each prefixed with `qualifier.` when given, joined by `, `.
     package func quotedList(qualifier: String? = nil) -> String {
-        map { (qualifier.map { $0 + "." } ?? "") + $0.quotedDatabaseIdentifier }.joined(separator: ", ")
+        map { (qualifier.map { $0 + "." } ?? "") + $0.quotedIdentifier }.joined(separator: ", ")
     }
 }

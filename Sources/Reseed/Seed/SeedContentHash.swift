@@ -91,7 +91,7 @@ public enum SeedContentHash {
     /// The schema objects that are content: every table, index, view and trigger of the database
     /// `schemaName` (`main` unless said) but SQLite's own (`sqlite_*`), sorted by the UTF-8 bytes of their names.
     package static func schema(_ db: Database, in schemaName: String = "main") throws -> [SchemaObject] {
-        try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM \(schemaName.quotedDatabaseIdentifier).sqlite_schema")
+        try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM \(schemaName.quotedIdentifier).sqlite_schema")
             .map { SchemaObject(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
             .filter { !$0.name.lowercased().hasPrefix("sqlite_") }
             .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -99,7 +99,7 @@ public enum SeedContentHash {
 
     /// One table: its name, whether rows carry their rowid, its column count, then each row, then an end mark.
     private static func hashRows(of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher) throws {
-        let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedDatabaseIdentifier))")
+        let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedIdentifier))")
         // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.
         let stored = columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }
         let names: [String] = stored.map { $0["name"] ?? "" }
@@ -115,9 +115,9 @@ public enum SeedContentHash {
             throw DatabaseError(resultCode: .SQLITE_ERROR, message: "table \(table) has no primary key and columns named rowid, _rowid_ and oid hide its rowid: its rows have no order to hash")
         }
         // With a key, the rowid only orders rows whose key is NULL, which a rowid table allows.
-        let order = (key.map(\.quotedDatabaseIdentifier) + (rowid.map { [$0] } ?? [])).joined(separator: ", ")
-        let selected = ((hashesRowid ? rowid.map { [$0] } ?? [] : []) + names.map(\.quotedDatabaseIdentifier))
-        let sql = "SELECT \(selected.isEmpty ? "NULL" : selected.joined(separator: ", ")) FROM main.\(table.quotedDatabaseIdentifier) ORDER BY \(order)"
+        let order = (key.map(\.quotedIdentifier) + (rowid.map { [$0] } ?? [])).joined(separator: ", ")
+        let selected = ((hashesRowid ? rowid.map { [$0] } ?? [] : []) + names.map(\.quotedIdentifier))
+        let sql = "SELECT \(selected.isEmpty ? "NULL" : selected.joined(separator: ", ")) FROM main.\(table.quotedIdentifier) ORDER BY \(order)"
 
         hasher.text(Array(table.utf8))
         hasher.integer(hashesRowid ? 1 : 0)

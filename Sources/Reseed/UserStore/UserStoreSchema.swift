@@ -178,11 +178,11 @@ enum UserStoreSchema {
     package static func countOrphans(_ db: Database, references: [SeedReference], seedSchema: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]
         for reference in references {
-            let table = reference.table.quotedDatabaseIdentifier, column = reference.column.quotedDatabaseIdentifier
+            let table = reference.table.quotedIdentifier, column = reference.column.quotedIdentifier
             counts[reference.description] = try Int.fetchOne(db, sql: """
                 SELECT count(*) FROM main.\(table) AS u WHERE u.\(column) IS NOT NULL AND NOT EXISTS (
-                    SELECT 1 FROM \(seedSchema).\(reference.seedTable.quotedDatabaseIdentifier) AS s
-                    WHERE s.\(reference.seedColumn.quotedDatabaseIdentifier) = u.\(column))
+                    SELECT 1 FROM \(seedSchema).\(reference.seedTable.quotedIdentifier) AS s
+                    WHERE s.\(reference.seedColumn.quotedIdentifier) = u.\(column))
                 """) ?? 0
         }
         return counts

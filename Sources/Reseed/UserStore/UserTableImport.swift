@@ -89,7 +89,7 @@ struct UserTableImport {
     }
 
     private func copyTable(_ table: String, db: Database, storePath: String) throws -> Int {
-        let quoted = table.quotedDatabaseIdentifier
+        let quoted = table.quotedIdentifier
         guard let sql = try String.fetchOne(
             db, sql: "SELECT sql FROM \(Self.source).sqlite_master WHERE type = 'table' AND name = ?", arguments: [table]) else {
             throw ReseedError(.database, step: .importUserTables, path: storePath, message: "the user table '\(table)' vanished while copying")
@@ -101,7 +101,7 @@ struct UserTableImport {
         try db.execute(sql: sql)
         // Generated columns are computed again, not copied.
         let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?, ?) WHERE hidden = 0", arguments: [table, Self.source])
-            .map(\.quotedDatabaseIdentifier).joined(separator: ", ")
+            .map(\.quotedIdentifier).joined(separator: ", ")
         try db.execute(sql: "INSERT INTO main.\(quoted) (\(columns)) SELECT \(columns) FROM \(Self.source).\(quoted)")
         let copied = db.changesCount
         let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.source).\(quoted)") ?? -1

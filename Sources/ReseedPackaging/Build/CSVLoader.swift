@@ -49,7 +49,7 @@ struct CSVLoader {
             ? max(1, min(Self.rowsPerStatement, Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) / columns.count))
             : 1
         let row = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
-        let insert = "INSERT INTO \(quoteIdentifier(table)) (\(columns.map(quoteIdentifier).joined(separator: ", "))) VALUES "
+        let insert = "INSERT INTO \(table.quotedIdentifier) (\(columns.map(\.quotedIdentifier).joined(separator: ", "))) VALUES "
         var inserter: Inserter
         do {
             inserter = Inserter(
@@ -254,10 +254,4 @@ func bindText(_ statement: OpaquePointer, _ parameter: Int32, _ text: UnsafeRawP
     let pointer = text ?? UnsafeRawPointer(("" as StaticString).utf8Start)
     return sqlite3_bind_text64(statement, parameter, pointer.assumingMemoryBound(to: CChar.self), length,
                                copy ? SQLITE_TRANSIENT : nil, UInt8(SQLITE_UTF8))
-}
-
-/// `"name"` with inner quotes doubled.
-func quoteIdentifier(_ name: String) -> String {
-    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
-    return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }

@@ -55,8 +55,8 @@ struct JSONLoader {
                 statement = cached
             } else {
                 let sql = keys.isEmpty
-                    ? "INSERT INTO \(quoteIdentifier(table)) DEFAULT VALUES"
-                    : "INSERT INTO \(quoteIdentifier(table)) (\(keys.map(quoteIdentifier).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"
+                    ? "INSERT INTO \(table.quotedIdentifier) DEFAULT VALUES"
+                    : "INSERT INTO \(table.quotedIdentifier) (\(keys.map(\.quotedIdentifier).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"
                 do {
                     // Bound with copies (SQLITE_TRANSIENT): nothing of this step outlives it in the cache.
                     statement = try db.cachedStatement(sql: sql)

@@ -100,7 +100,7 @@ struct DeltaWriter {
 
     /// Creates and fills one row list; drops it again when it is empty. Returns its row count.
     private func writeList(_ list: Names.List, of shape: SeedDelta.TableShape, index: Int, _ db: Database) throws -> Int {
-        let name = "main." + Names.table(index, list).quotedDatabaseIdentifier
+        let name = "main." + Names.table(index, list).quotedIdentifier
         let columns = Names.columns(of: list, keys: shape.key.count, values: shape.values.count)
         // No declared types: no affinity, so every value keeps its storage class.
         try db.execute(sql: "CREATE TABLE \(name) (\(columns.joined(separator: ", ")))")
@@ -114,12 +114,12 @@ struct DeltaWriter {
 
     /// The SELECT that lists the rows of `list`, in key order.
     private func select(_ list: Names.List, of shape: SeedDelta.TableShape) -> String {
-        let table = shape.name.quotedDatabaseIdentifier
+        let table = shape.name.quotedIdentifier
         let oldTable = "\(Self.old).\(table)"
         let newTable = "\(Self.new).\(table)"
         // Exact identity: equal under the key's own collation (so its index serves), then byte for byte and type for type.
         let match = shape.key.map { column -> String in
-            let (n, o) = ("n." + column.quotedDatabaseIdentifier, "o." + column.quotedDatabaseIdentifier)
+            let (n, o) = ("n." + column.quotedIdentifier, "o." + column.quotedIdentifier)
             return "\(n) = \(o) AND \(n) = \(o) COLLATE BINARY AND typeof(\(n)) = typeof(\(o))"
         }.joined(separator: " AND ")
         switch list {
@@ -129,14 +129,14 @@ struct DeltaWriter {
             return "SELECT \((shape.key + shape.values).quotedList(qualifier: "n")) FROM \(newTable) AS n WHERE NOT EXISTS (SELECT 1 FROM \(oldTable) AS o WHERE \(match)) ORDER BY \(shape.key.quotedList(qualifier: "n"))"
         case .updated:
             let flags = shape.values.map { column -> String in
-                let (n, o) = ("n." + column.quotedDatabaseIdentifier, "o." + column.quotedDatabaseIdentifier)
+                let (n, o) = ("n." + column.quotedIdentifier, "o." + column.quotedIdentifier)
                 return "CASE WHEN \(o) IS \(n) COLLATE BINARY AND typeof(\(o)) = typeof(\(n)) THEN '0' ELSE '1' END"
             }
             let keys = Names.keys(shape.key.count)
             let newValues = shape.values.indices.map { "n\($0 + 1)" }
-            let inner = zip(shape.key, keys).map { "n.\($0.quotedDatabaseIdentifier) AS \($1)" }
+            let inner = zip(shape.key, keys).map { "n.\($0.quotedIdentifier) AS \($1)" }
                 + ["\(Self.concatenation(flags)) AS \(Names.changed)"]
-                + zip(shape.values, newValues).map { "n.\($0.quotedDatabaseIdentifier) AS \($1)" }
+                + zip(shape.values, newValues).map { "n.\($0.quotedIdentifier) AS \($1)" }
             let outer = keys + [Names.changed] + newValues.enumerated().map { offset, value in
                 "CASE WHEN substr(\(Names.changed), \(offset + 1), 1) = '1' THEN \(value) END"
             }
@@ -163,8 +163,8 @@ struct DeltaWriter {
 
     /// Whether either seed has a row of the table whose key holds a NULL.
     private func hasNullKey(_ shape: SeedDelta.TableShape, _ db: Database) throws -> Bool {
-        let condition = shape.key.map { "\($0.quotedDatabaseIdentifier) IS NULL" }.joined(separator: " OR ")
-        for schema in [Self.old, Self.new] where try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(schema).\(shape.name.quotedDatabaseIdentifier) WHERE \(condition))") == true {
+        let condition = shape.key.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
+        for schema in [Self.old, Self.new] where try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(schema).\(shape.name.quotedIdentifier) WHERE \(condition))") == true {
             return true
         }
         return false

@@ -93,7 +93,7 @@ struct SchemaSnapshot {
     }
 
     private static func readColumns(_ db: Database, table: String) throws -> [Column] {
-        try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedDatabaseIdentifier))").map {
+        try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedIdentifier))").map {
             Column(
                 name: $0["name"] ?? "", type: $0["type"] ?? "", notNull: $0["notnull"] ?? false,
                 defaultSQL: $0["dflt_value"], primaryKeyPosition: $0["pk"] ?? 0, hidden: $0["hidden"] ?? 0)
@@ -108,7 +108,7 @@ struct SchemaSnapshot {
         guard columns.contains("key"), columns.contains("value") else { return [:] }
         var values: [String: String] = [:]
         let rows = try Row.fetchAll(db, sql: """
-            SELECT key, CAST(value AS TEXT) AS value FROM \(table.quotedDatabaseIdentifier)
+            SELECT key, CAST(value AS TEXT) AS value FROM \(table.quotedIdentifier)
             WHERE key IN ('name', 'version') AND value IS NOT NULL
             """)
         for row in rows {

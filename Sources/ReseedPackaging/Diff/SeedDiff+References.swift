@@ -93,7 +93,7 @@ extension SeedDiff {
         } else {
             note = nil
         }
-        let quotedTable = table.quotedDatabaseIdentifier, quotedColumn = column.quotedDatabaseIdentifier
+        let quotedTable = table.quotedIdentifier, quotedColumn = column.quotedIdentifier
         let lookup = note == nil
             ? try new.makeStatement(sql: "SELECT 1 FROM \(quotedTable) WHERE \(quotedColumn) = ? LIMIT 1") : nil
         let values = try DatabaseValue.fetchCursor(old, sql: """

@@ -66,7 +66,7 @@ struct TableComparison {
 
         for key in [new.primaryKey, old.primaryKey] where !key.isEmpty {
             guard key.allSatisfy({ oldColumns.contains($0) && newColumns.contains($0) }) else { continue }
-            let quoted = key.map(\.quotedDatabaseIdentifier)
+            let quoted = key.map(\.quotedIdentifier)
             return .success(Plan(
                 keyNames: key, oldKey: quoted, newKey: quoted,
                 columns: common(excluding: Set(key)),
@@ -162,10 +162,10 @@ private struct OrderedRows {
         _ db: Database, path: String, table: String, key: [String], columns: [String],
         tieBreak: String?, order: ValueOrder
     ) throws {
-        let selected = (key + columns.map(\.quotedDatabaseIdentifier)).joined(separator: ", ")
+        let selected = (key + columns.map(\.quotedIdentifier)).joined(separator: ", ")
         // BINARY, whatever the declared collation, because that is the order ValueOrder reproduces.
         let ordering = (key.map { "\($0) COLLATE BINARY" } + (tieBreak.map { [$0] } ?? [])).joined(separator: ", ")
-        let sql = "SELECT \(selected) FROM main.\(table.quotedDatabaseIdentifier) ORDER BY \(ordering)"
+        let sql = "SELECT \(selected) FROM main.\(table.quotedIdentifier) ORDER BY \(ordering)"
         self.cursor = try SeedDiff.Failure.attributing(to: path) { try Row.fetchCursor(db, sql: sql) }
         self.keyCount = key.count
         self.order = order

@@ -47,7 +47,7 @@ struct TableExport {
 
     /// Writes step `number` for `tables` (nil when they hold no rows).
     func write(_ tables: [SourceSchema.Table], number: String) throws -> Written? {
-        let counts = try tables.map { try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\($0.name.quotedDatabaseIdentifier)") ?? 0 }
+        let counts = try tables.map { try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\($0.name.quotedIdentifier)") ?? 0 }
         let rows = counts.reduce(0, +)
         guard rows > 0 else { return nil }
         let description = Self.description(for: tables.map(\.name))
@@ -89,9 +89,9 @@ struct TableExport {
 
     /// The rows in rowid (or primary key) order, with the rowid first when the rows do not carry it.
     private func select(_ table: SourceSchema.Table, rowid: String?) -> String {
-        let columns = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedDatabaseIdentifier)
+        let columns = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedIdentifier)
         let order = table.hasRowid ? " ORDER BY _rowid_" : ""
-        return "SELECT \(columns.joined(separator: ", ")) FROM main.\(table.name.quotedDatabaseIdentifier)\(order)"
+        return "SELECT \(columns.joined(separator: ", ")) FROM main.\(table.name.quotedIdentifier)\(order)"
     }
 
     /// A name that reaches the rowid of a table whose rows do not carry it; nil when no name does
@@ -158,8 +158,8 @@ struct TableExport {
 
     private func writeSQL(_ table: SourceSchema.Table, to file: StepFile) throws {
         let rowid = rowidName(table)
-        let names = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedDatabaseIdentifier)
-        let insert = "INSERT INTO \(table.name.quotedDatabaseIdentifier)(\(names.joined(separator: ","))) VALUES("
+        let names = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedIdentifier)
+        let insert = "INSERT INTO \(table.name.quotedIdentifier)(\(names.joined(separator: ","))) VALUES("
         try forEachRow(select(table, rowid: rowid)) { handle in
             var literals: [String] = []
             literals.reserveCapacity(names.count)
