@@ -42,6 +42,9 @@ extension ReseedCommand {
                 var builder = SeedBuilder(migrations: migrations, output: output, name: name, version: version)
                 builder.logger = logging.logger("reseed.packaging")
                 builder.compression = compress ? .gzip : nil
+                builder.userVersion = project.userVersion
+                builder.applicationID = project.applicationID
+                builder.analyze = project.analyze
                 if Terminal.stderrIsTerminal { builder.progress = ProgressLine().report }
                 let result = try builder.build()
                 if json {

@@ -13,10 +13,15 @@ import Reseed
 ///   "userStore": "triage-user",
 ///   "userTables": ["incident"],
 ///   "userReferences": ["incident.category_id->injury_category.id"],
-///   "userMigrations": "UserMigrations"
+///   "userMigrations": "UserMigrations",
+///   "userVersion": 7,
+///   "applicationID": 0,
+///   "analyze": false
 /// }
 /// ```
-/// Every key is optional; relative paths are relative to the file's folder.
+/// Every key is optional; relative paths are relative to the file's folder. `userVersion` and
+/// `applicationID` set the seed's header values (else it keeps what its steps left); `analyze`
+/// ends the build with `ANALYZE` (else the statistics the steps carry are kept).
 /// Command-line flags win over the file.
 struct ProjectConfiguration {
     static let fileName = "reseed.json"
@@ -36,6 +41,11 @@ struct ProjectConfiguration {
     var userReferences: [SeedReference]?
     /// The folder of the user store's `*.sql` migrations.
     var userMigrations: URL?
+    /// The seed's `user_version` and `application_id` (see `SeedBuilder`); nil keeps the steps' own.
+    var userVersion: Int32?
+    var applicationID: Int32?
+    /// Whether `package` ends with `ANALYZE`.
+    var analyze = false
     /// Where the file was found, nil when there is none.
     var url: URL?
 
@@ -67,7 +77,8 @@ struct ProjectConfiguration {
         return ProjectConfiguration(
             name: file.name, version: file.version, migrations: path(file.migrations),
             output: path(file.output), dataDirectory: path(file.dataDirectory), userStore: file.userStore,
-            userTables: file.userTables, userReferences: references, userMigrations: path(file.userMigrations), url: url)
+            userTables: file.userTables, userReferences: references, userMigrations: path(file.userMigrations),
+            userVersion: file.userVersion, applicationID: file.applicationID, analyze: file.analyze ?? false, url: url)
     }
 
     /// The file's bytes; nil when there is no file (a dangling link counts as none).
@@ -90,9 +101,17 @@ struct ProjectConfiguration {
         enum CodingKeys: String, CodingKey, CaseIterable {
             case name, version, migrations, output, dataDirectory
             case userStore, userTables, userReferences, userMigrations
+            case userVersion, applicationID, analyze
 
-            /// The keys whose value is an array of strings; the others are strings.
-            var isList: Bool { self == .userTables || self == .userReferences }
+            /// What the key's value must be, for the message when it is not.
+            var expected: String {
+                switch self {
+                case .userTables, .userReferences: "an array of strings"
+                case .userVersion, .applicationID: "a whole number from -2147483648 to 2147483647"
+                case .analyze: "true or false"
+                default: "a string"
+                }
+            }
         }
 
         /// Any key of the object, to find one that is not a ``CodingKeys`` case.
@@ -117,6 +136,9 @@ struct ProjectConfiguration {
         var userTables: [String]?
         var userReferences: [String]?
         var userMigrations: String?
+        var userVersion: Int32?
+        var applicationID: Int32?
+        var analyze: Bool?
 
         init(from decoder: any Decoder) throws {
             if let unknown = try decoder.container(keyedBy: AnyKey.self).allKeys.first(where: { CodingKeys(stringValue: $0.stringValue) == nil }) {
@@ -139,6 +161,9 @@ struct ProjectConfiguration {
             }
             userTables = try strings(.userTables)
             userReferences = try strings(.userReferences)
+            userVersion = container.contains(.userVersion) ? try container.decode(Int32.self, forKey: .userVersion) : nil
+            applicationID = container.contains(.applicationID) ? try container.decode(Int32.self, forKey: .applicationID) : nil
+            analyze = container.contains(.analyze) ? try container.decode(Bool.self, forKey: .analyze) : nil
         }
 
         /// What is wrong with the file, by the error `JSONDecoder` threw: the key when there is one.
@@ -149,6 +174,9 @@ struct ProjectConfiguration {
                 let known = CodingKeys.allCases.map(\.stringValue).sorted().joined(separator: ", ")
                 return "unknown key \"\(error.key)\" (known: \(known))"
             case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+                key = context.codingPath.first?.stringValue
+            case DecodingError.dataCorrupted(let context) where !context.codingPath.isEmpty:
+                // Valid JSON whose value does not fit the key (a number beyond Int32).
                 key = context.codingPath.first?.stringValue
             case DecodingError.dataCorrupted(let context):
                 // JSONDecoder does not say where (on Linux); Reseed's own parser gives the line and column.
@@ -162,7 +190,7 @@ struct ProjectConfiguration {
                 return "\(error)"
             }
             guard let key else { return "expected a JSON object" }
-            return CodingKeys(stringValue: key)?.isList == true ? "\"\(key)\" must be an array of strings" : "\"\(key)\" must be a string"
+            return "\"\(key)\" must be \(CodingKeys(stringValue: key)?.expected ?? "a string")"
         }
     }
 }

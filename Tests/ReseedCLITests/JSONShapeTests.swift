@@ -11,11 +11,14 @@ import Testing
 @Suite struct JSONShapeTests {
     @Test(arguments: [
         ("{\"name\": \"x\", \"outptu\": \"SeedData\"}",
-         "unknown key \"outptu\" (known: dataDirectory, migrations, name, output, userMigrations, userReferences, userStore, userTables, version)"),
+         "unknown key \"outptu\" (known: analyze, applicationID, dataDirectory, migrations, name, output, userMigrations, userReferences, userStore, userTables, userVersion, version)"),
         ("{\"name\": 3}", "\"name\" must be a string"),
         ("{\"userTables\": \"incident\"}", "\"userTables\" must be an array of strings"),
         ("{\"userTables\": [\"incident\", 2]}", "\"userTables\" must be an array of strings"),
         ("{\"userStore\": [\"u\"]}", "\"userStore\" must be a string"),
+        ("{\"userVersion\": \"7\"}", "\"userVersion\" must be a whole number from -2147483648 to 2147483647"),
+        ("{\"applicationID\": 3000000000}", "\"applicationID\" must be a whole number from -2147483648 to 2147483647"),
+        ("{\"analyze\": 1}", "\"analyze\" must be true or false"),
         ("{\"userReferences\": [\"incident.level_id\"]}",
          "\"userReferences\": reference 'incident.level_id' is not 'table.column->seedTable.seedColumn'"),
         ("{\"userReferences\": [\"incident->triage_level.id\"]}",

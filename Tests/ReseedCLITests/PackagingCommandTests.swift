@@ -37,6 +37,33 @@ import Testing
         #expect(try Data(contentsOf: sandbox.appending("SeedData/triage.manifest.json")) == Data(contentsOf: root.appendingPathComponent("SeedData/triage.manifest.json")))
     }
 
+    /// `reseed.json`'s `userVersion`, `applicationID` and `analyze` reach the seed's header and
+    /// statistics, and the build stays reproducible.
+    @Test func headerValuesAndAnalyzeComeFromTheProjectFile() throws {
+        let sandbox = try example()
+        let config = try String(contentsOf: sandbox.appending("reseed.json"), encoding: .utf8)
+            .replacingOccurrences(of: "\"version\": \"2.0.0\",", with: "\"version\": \"2.0.0\", \"userVersion\": 12, \"applicationID\": -7, \"analyze\": true,")
+        try config.write(to: sandbox.appending("reseed.json"), atomically: true, encoding: .utf8)
+        let result = try ReseedBinary.run(["package"], in: sandbox.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let seed = sandbox.appending("SeedData/triage.sqlite")
+        let bytes = try Data(contentsOf: seed)
+        let queue = try DatabaseQueue(path: seed.path, configuration: { var c = Configuration(); c.readonly = true; return c }())
+        let (userVersion, applicationID, statistics) = try queue.read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA user_version"), try Int.fetchOne(db, sql: "PRAGMA application_id"),
+             try String.fetchAll(db, sql: "SELECT DISTINCT tbl FROM sqlite_stat1 ORDER BY tbl"))
+        }
+        try queue.close()
+        #expect(userVersion == 12)
+        #expect(applicationID == -7)
+        #expect(statistics.contains("injury_category"))
+        let manifest = try SeedManifest.read(from: sandbox.appending("SeedData/triage.manifest.json"))
+        #expect(manifest.facts.userVersion == 12 && manifest.facts.applicationID == -7)
+        let again = try ReseedBinary.run(["package"], in: sandbox.url)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: seed) == bytes)
+    }
+
     /// `--compress`: the example as gzip, reproducibly; verify, launch, diff and publish read the database it holds.
     @Test func compressedExampleVerifiesLaunchesAndPublishes() throws {
         let sandbox = try example()

@@ -23,8 +23,9 @@ import Testing
         let sandbox = try MigrationsSandbox(Self.steps)
         let result = try sandbox.build(name: "family", version: "3.1.0")
         #expect(result.manifest.steps.map(\.id) == ["0001_schema.sql", "0002_parent.csv", "0003_child.json", "0004_index.sql"])
-        #expect(result.manifest.userVersion == 4)
-        #expect(result.manifest.applicationID == SeedMetadata.applicationID)
+        // The database's own header values: none of the steps sets them.
+        #expect(result.manifest.userVersion == 0)
+        #expect(result.manifest.applicationID == 0)
         #expect(result.manifest.pageSize == 4096)
         let (metadata, mode, label) = try sandbox.read(result) { db in
             (try SeedMetadata.read(db), try String.fetchOne(db, sql: "PRAGMA journal_mode"),
@@ -82,6 +83,7 @@ import Testing
         let sandbox = try MigrationsSandbox(steps)
         let error = try #require(buildError(sandbox))
         #expect(error.path?.hasSuffix("0003_child.json") == true)
+        #expect(error.message.hasPrefix("after this step, the row with rowid 1 of table 'child' names a row of 'parent' that does not exist"))
     }
 
     /// What a killed build left (its work files, a journal, a manifest's temp file) goes at the

@@ -115,20 +115,21 @@ import Testing
         }
     }
 
-    /// Foreign keys are checked row by row, as a row alone is: a row may refer to rows before it,
-    /// never to one after it, even when both would go in one multi-row INSERT.
-    @Test func aRowReferringToALaterRowIsRefusedAtItsLine() throws {
+    /// Foreign keys are checked when the step ends, as for every step: a row may refer to a row
+    /// that comes later in the file; a reference to a row that never comes names the table, the
+    /// row and the parent.
+    @Test func aRowMayReferToALaterRowAndAMissingOneIsNamedAfterTheStep() throws {
         let schema = "CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node(id));"
         let forward = "id,parent\n" + (1...100).map { $0 == 10 ? "10,20\n" : "\($0),\($0 == 1 ? "" : "\($0 - 1)")\n" }.joined()
-        let error = try #require(buildError(try MigrationsSandbox(["0001_schema.sql": schema, "0002_node.csv": forward])))
-        #expect(error.code == .rowRejected)
-        #expect(error.line == 11)
-        #expect(error.message.contains("FOREIGN KEY"))
-
-        let backward = "id,parent\n" + (1...100).map { "\($0),\($0 == 1 ? "" : "\($0 - 1)")\n" }.joined()
-        let sandbox = try MigrationsSandbox(["0001_schema.sql": schema, "0002_node.csv": backward])
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": schema, "0002_node.csv": forward])
         let result = try sandbox.build()
-        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM node WHERE parent = id - 1") } == 99)
+        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT parent FROM node WHERE id = 10") } == 20)
+
+        let missing = "id,parent\n" + (1...100).map { $0 == 10 ? "10,200\n" : "\($0),\($0 == 1 ? "" : "\($0 - 1)")\n" }.joined()
+        let error = try #require(buildError(try MigrationsSandbox(["0001_schema.sql": schema, "0002_node.csv": missing])))
+        #expect(error.code == .foreignKeyViolation)
+        #expect(error.path?.hasSuffix("0002_node.csv") == true)
+        #expect(error.message.hasPrefix("after this step, the row with rowid 10 of table 'node' names a row of 'node' that does not exist"))
     }
 
     /// Where a refused multi-row INSERT would keep some of its rows (`ON CONFLICT FAIL`, a trigger's

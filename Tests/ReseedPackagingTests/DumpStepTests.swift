@@ -55,6 +55,93 @@ import Testing
         #expect(try ProjectImporterTests.snapshot(result.seedURL) == ProjectImporterTests.snapshot(source))
     }
 
+    /// Chinook's shape: tables created in alphabetical order, so `.dump` writes `Album`'s rows
+    /// (which name `Artist`) before `Artist` exists. Foreign keys are unenforced while a step runs.
+    @Test func aDumpThatWritesChildrenBeforeTheirParentsBuilds() throws {
+        let sandbox = try MigrationsSandbox()
+        let source = sandbox.directory.appending("chinook.sqlite")
+        let queue = try DatabaseQueue(path: source.path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: """
+                PRAGMA foreign_keys = OFF;
+                CREATE TABLE [Album] ([AlbumId] INTEGER NOT NULL, [Title] NVARCHAR(160) NOT NULL, [ArtistId] INTEGER NOT NULL,
+                  CONSTRAINT [PK_Album] PRIMARY KEY ([AlbumId]),
+                  FOREIGN KEY ([ArtistId]) REFERENCES [Artist] ([ArtistId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
+                CREATE TABLE [Artist] ([ArtistId] INTEGER NOT NULL, [Name] NVARCHAR(120), CONSTRAINT [PK_Artist] PRIMARY KEY ([ArtistId]));
+                CREATE TABLE [Track] ([TrackId] INTEGER NOT NULL, [Name] NVARCHAR(200) NOT NULL, [AlbumId] INTEGER,
+                  [Milliseconds] INTEGER NOT NULL, [UnitPrice] NUMERIC(10,2) NOT NULL, CONSTRAINT [PK_Track] PRIMARY KEY ([TrackId]),
+                  FOREIGN KEY ([AlbumId]) REFERENCES [Album] ([AlbumId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
+                CREATE INDEX [IFK_AlbumArtistId] ON [Album] ([ArtistId]);
+                CREATE INDEX [IFK_TrackAlbumId] ON [Track] ([AlbumId]);
+                INSERT INTO [Artist] VALUES (1, 'AC/DC'), (2, 'Accept'), (3, 'Aerosmith');
+                INSERT INTO [Album] VALUES (1, 'For Those About To Rock We Salute You', 1), (2, 'Balls to the Wall', 2), (3, 'Restless and Wild', 2);
+                INSERT INTO [Track] VALUES (1, 'For Those About To Rock (We Salute You)', 1, 343719, 0.99), (2, 'Balls to the Wall', 2, 342562, 0.99),
+                  (3, 'Fast As a Shark', 3, 230619, 0.99);
+                PRAGMA user_version = 7;
+                """)
+        }
+        try queue.close()
+        let dump = try Self.dump(source)
+        let albumRows = try #require(dump.range(of: "INSERT INTO Album VALUES"))
+        let artistTable = try #require(dump.range(of: "CREATE TABLE [Artist]"))
+        #expect(albumRows.lowerBound < artistTable.lowerBound)
+        try sandbox.write("0001_chinook.sql", dump)
+
+        let result = try sandbox.build()
+
+        #expect(try ProjectImporterTests.snapshot(result.seedURL) == ProjectImporterTests.snapshot(source))
+        let seed = try DatabaseQueue(path: result.seedURL.path)
+        defer { try? seed.close() }
+        #expect(try seed.read { try String.fetchAll($0, sql: "SELECT Name FROM Artist JOIN Album USING (ArtistId) WHERE AlbumId = 3") } == ["Accept"])
+    }
+
+    /// `.dump` writes a virtual table as a row of `sqlite_schema` under `PRAGMA writable_schema`,
+    /// its shadow tables as tables, and the statistics after `ANALYZE sqlite_schema`: all of it builds,
+    /// and the later steps see the virtual table.
+    @Test func aDumpWithFullTextSearchAnRTreeAndStatisticsBuilds() throws {
+        let sandbox = try MigrationsSandbox()
+        let source = sandbox.directory.appending("search.sqlite")
+        let queue = try DatabaseQueue(path: source.path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: """
+                CREATE TABLE page(id INTEGER PRIMARY KEY, title TEXT, body TEXT);
+                CREATE VIRTUAL TABLE page_fts USING fts5(title, body, content = 'page', content_rowid = 'id');
+                CREATE VIRTUAL TABLE area USING rtree(id, x0, x1, y0, y1);
+                INSERT INTO page VALUES (1, 'Install', 'how to install the app'), (2, 'Update', 'updates arrive by themselves');
+                INSERT INTO page_fts(page_fts) VALUES ('rebuild');
+                INSERT INTO area VALUES (1, 0, 1, 0, 1);
+                CREATE INDEX page_title ON page(title);
+                ANALYZE;
+                """)
+        }
+        try queue.close()
+        let dump = try Self.dump(source)
+        #expect(dump.contains("PRAGMA writable_schema=ON;\nINSERT INTO sqlite_schema("))
+        #expect(dump.contains("ANALYZE sqlite_schema;"))
+        try sandbox.write("0001_search.sql", dump)
+        try sandbox.write("0002_more.sql", "INSERT INTO page VALUES (3, 'Search', 'install finds this too'); INSERT INTO page_fts(rowid, title, body) VALUES (3, 'Search', 'install finds this too');")
+
+        let result = try sandbox.build()
+
+        #expect(try AdoptionCorpusTests.answers("SELECT rowid FROM page_fts WHERE page_fts MATCH 'install' ORDER BY rowid", in: result.seedURL) == ["int64(1)", "int64(3)"])
+        #expect(try AdoptionCorpusTests.answers("SELECT id FROM area WHERE x0 >= 0", in: result.seedURL) == ["int64(1)"])
+        #expect(try AdoptionCorpusTests.answers("SELECT * FROM sqlite_stat1 ORDER BY tbl, idx", in: result.seedURL)
+                == AdoptionCorpusTests.answers("SELECT * FROM sqlite_stat1 ORDER BY tbl, idx", in: source))
+        #expect(try AdoptionCorpusTests.integrityProblems(result.seedURL).isEmpty)
+    }
+
+    @Test func aStepThatWritesASchemaRowSQLiteCannotReadIsNamed() throws {
+        let sandbox = try MigrationsSandbox(["0001_bad.sql": """
+            PRAGMA writable_schema=ON;
+            INSERT INTO sqlite_schema(type,name,tbl_name,rootpage,sql)VALUES('table','broken','broken',0,'CREATE VIRTUAL TABLE broken USING fts5(');
+            PRAGMA writable_schema=OFF;
+            """])
+        let error = try #require(throws: PackagingError.self) { try sandbox.build() }
+        #expect(error.code == .sqlFailed)
+        #expect(error.path?.hasSuffix("Migrations/0001_bad.sql") == true)
+        #expect(error.message.hasPrefix("the schema this step wrote is not one SQLite can read"))
+    }
+
     @Test func theWrapperWithoutThePragmaIsAccepted() throws {
         let sandbox = try MigrationsSandbox(["0001_data.sql": "BEGIN TRANSACTION;\nCREATE TABLE t(a);\nINSERT INTO t VALUES(1);\nCOMMIT;\n"])
         let result = try sandbox.build()
@@ -100,6 +187,7 @@ import Testing
             """])
         let error = try #require(throws: PackagingError.self) { try sandbox.build() }
         #expect(error.code == .foreignKeyViolation)
-        #expect(error.message.contains("c rowid 1 → p"))
+        #expect(error.path?.hasSuffix("Migrations/0001_data.sql") == true)
+        #expect(error.message.contains("the row with rowid 1 of table 'c' names a row of 'p' that does not exist"))
     }
 }

@@ -62,32 +62,32 @@ struct SQLScript {
 }
 
 extension SQLScript {
-    /// The statements a step runs, and whether it is a `sqlite3 … .dump` file.
+    /// The statements a step runs, and whether they write the schema table directly.
     struct Runnable {
         var statements: ArraySlice<Statement>
-        /// The dump began with `PRAGMA foreign_keys=OFF;`: its rows come table by table, so a row
-        /// may name one that comes later. The builder then checks foreign keys at the step's end.
-        var defersForeignKeys: Bool
+        /// A statement sets `PRAGMA writable_schema`: `.dump` writes a virtual table as a row of
+        /// `sqlite_schema` (its shadow tables follow as ordinary tables), which the connection sees
+        /// only once its schema is read again (see `SeedBuilder`).
+        var writesSchema: Bool
     }
 
     /// The statements to run, without the wrapper `sqlite3`'s `.dump` writes around its output.
     ///
     /// The wrapper is recognised only where `.dump` puts it: an optional `PRAGMA foreign_keys=OFF;`
     /// then `BEGIN TRANSACTION;` as the first statements, and `COMMIT;` as the last (letter case and
-    /// spaces aside). Everything between runs as written, `DELETE FROM sqlite_sequence;` and
-    /// `INSERT INTO sqlite_sequence …` included. Any other `BEGIN`, `COMMIT`, `END` or `ROLLBACK`
+    /// spaces aside). Everything between runs as written: `DELETE FROM sqlite_sequence;` and
+    /// `INSERT INTO sqlite_sequence …`, `ANALYZE sqlite_schema;` and `INSERT INTO sqlite_stat1 …`, and
+    /// the `PRAGMA writable_schema=ON;` … `INSERT INTO sqlite_schema …` of a virtual table. Any other `BEGIN`, `COMMIT`, `END` or `ROLLBACK`
     /// (but `ROLLBACK TO` a savepoint) is an error naming the file and line: a step runs inside
     /// the build's own transaction.
     ///
     /// - Throws: ``PackagingError/Code/sqlFailed`` naming `path` and the statement's line.
     func runnable(path: String) throws(PackagingError) -> Runnable {
         var body = statements[...]
-        var defers = false
         let shape = body.prefix(2).map { Self.compact($0.sql) }
         let start = shape.first == "PRAGMAFOREIGN_KEYS=OFF;" && shape.dropFirst().first == "BEGINTRANSACTION;" ? 2
             : shape.first == "BEGINTRANSACTION;" ? 1 : 0
         if start > 0, body.count > start, let last = body.last, Self.compact(last.sql) == "COMMIT;" {
-            defers = start == 2
             body = body.dropFirst(start).dropLast()
         }
         for statement in body {
@@ -98,7 +98,8 @@ extension SQLScript {
                     """)
             }
         }
-        return Runnable(statements: body, defersForeignKeys: defers)
+        let writesSchema = body.contains { Self.leadingWords($0.sql, 2) == ["PRAGMA", "WRITABLE_SCHEMA"] }
+        return Runnable(statements: body, writesSchema: writesSchema)
     }
 
     /// The statement upper-cased without whitespace: how the wrapper's statements are recognised.
@@ -109,7 +110,7 @@ extension SQLScript {
 
     /// `BEGIN`, `COMMIT`, `END` or `ROLLBACK` when the statement starts a transaction or ends one; nil otherwise.
     private static func transactionKeyword(_ sql: String) -> String? {
-        let words = sql.prefix(64).uppercased().split(whereSeparator: { !($0.isLetter || $0 == "_") }).prefix(3).map(String.init)
+        let words = leadingWords(sql, 3)
         guard let first = words.first else { return nil }
         switch first {
         case "BEGIN", "COMMIT", "END":
@@ -121,5 +122,25 @@ extension SQLScript {
         default:
             return nil
         }
+    }
+
+    /// The first `count` words of the statement's first 64 bytes, upper-cased: runs of ASCII
+    /// letters and `_`. Read byte by byte (a dump has a statement per row: Unicode properties
+    /// per character were a tenth of a large build).
+    private static func leadingWords(_ sql: String, _ count: Int) -> [String] {
+        var words: [String] = []
+        var word: [UInt8] = []
+        for byte in sql.utf8.prefix(64) {
+            let upper = byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") ? byte - 32 : byte
+            if (upper >= UInt8(ascii: "A") && upper <= UInt8(ascii: "Z")) || upper == UInt8(ascii: "_") {
+                word.append(upper)
+            } else if !word.isEmpty {
+                words.append(String(decoding: word, as: UTF8.self))
+                word.removeAll(keepingCapacity: true)
+                if words.count == count { return words }
+            }
+        }
+        if !word.isEmpty && words.count < count { words.append(String(decoding: word, as: UTF8.self)) }
+        return words
     }
 }

@@ -9,10 +9,12 @@ import Reseed
 /// The database is built in a temp file in the output folder with fast,
 /// unsafe settings (no journal except for CSV steps; no sync: the file is not
 /// live yet), page size 4096. Each step runs in its own
-/// `BEGIN IMMEDIATE` transaction and must leave `PRAGMA foreign_key_check`
-/// empty. Then `integrity_check` and `foreign_key_check`, the metadata tables,
-/// `user_version` (the last step's number) and `application_id`
-/// (``SeedMetadata/applicationID``), `VACUUM INTO` a second temp file (compact,
+/// `BEGIN IMMEDIATE` transaction with foreign keys unenforced (a `sqlite3 .dump` writes
+/// children before their parents) and must leave `PRAGMA foreign_key_check` empty.
+/// Then `integrity_check` and `foreign_key_check`, the metadata tables, the header's
+/// `user_version` and `application_id` (what the steps left, unless ``userVersion`` or
+/// ``applicationID`` say otherwise), `ANALYZE` when ``analyze`` is set (else the statistics the
+/// steps carry, `sqlite_stat1` rows, stay as they are), `VACUUM INTO` a second temp file (compact,
 /// in rollback-journal mode), fsync, its ``SeedContentHash``, and a rename into place beside its manifest.
 /// With ``compression`` (`reseed package --compress`) the file put in place is its gzip,
 /// `<name>.sqlite.gz`, written durably the same way, and the manifest says `"compression": "gzip"`;
@@ -58,6 +60,16 @@ public struct SeedBuilder: Sendable {
     public var progress: (@Sendable (Progress) -> Void)?
     /// How long a build waits for another one building into the same output folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
+    /// The seed's `PRAGMA user_version`; nil (the default) keeps what the steps left (0 when
+    /// none sets it). `"userVersion"` in `reseed.json`.
+    public var userVersion: Int32?
+    /// The seed's `PRAGMA application_id`; nil (the default) keeps what the steps left (0 when
+    /// none sets it). Reseed recognises its seeds by their metadata table, never by this number.
+    /// `"applicationID"` in `reseed.json`.
+    public var applicationID: Int32?
+    /// Whether the build ends with `ANALYZE`, replacing the statistics the steps carry; default
+    /// false. `"analyze": true` in `reseed.json`. Both ways the same steps give the same bytes.
+    public var analyze = false
     /// How the seed file is compressed in the output folder; nil (the default) writes the
     /// database itself. See <doc:Reseed/CompressingTheSeed> for what it costs and saves.
     public var compression: SeedManifest.Compression?
@@ -99,7 +111,7 @@ public struct SeedBuilder: Sendable {
             throw PackagingError(.invalidArgument, message: "seed version: \(problem) (a version is 1-\(SeedManifest.maximumVersionBytes) bytes of printable characters)")
         }
         let folder = try MigrationsFolder(at: migrations)
-        guard let last = folder.steps.last else {
+        guard !folder.steps.isEmpty else {
             throw PackagingError(.invalidArgument, path: migrations.path, message: "the migrations folder has no steps")
         }
         let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
@@ -123,7 +135,7 @@ public struct SeedBuilder: Sendable {
         let work = Directory.temporaryName(for: seedName)
         let compacted = Directory.temporaryName(for: seedName)
         do {
-            let recorded = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder, lastNumber: last.number)
+            let recorded = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder)
             _ = try? directory.remove(work)
             let manifest = try finish(compacted, in: directory, recorded: recorded)
             return Result(manifest: manifest, seedURL: output.appendingPathComponent(manifest.file),
@@ -137,12 +149,15 @@ public struct SeedBuilder: Sendable {
     }
 
     private func buildDatabase(
-        _ work: String, compactingInto compacted: String, in directory: Directory, steps folder: MigrationsFolder, lastNumber: Int
+        _ work: String, compactingInto compacted: String, in directory: Directory, steps folder: MigrationsFolder
     ) throws(PackagingError) -> [SeedManifest.Step] {
         let path = directory.path(work)
         let output = directory.path(compacted)
         var configuration = Configuration()
         configuration.label = "reseed.build"
+        // Unenforced while steps run, checked after each (see `check(_:path:after:)`): a dump's
+        // rows name parents that come later, and a transaction cannot switch enforcement off.
+        configuration.foreignKeysEnabled = false
         let lengthLimit = limits.sqliteLength
         configuration.prepareDatabase { db in
             // sqlite3_limit returns the previous limit, not a result code.
@@ -176,7 +191,9 @@ public struct SeedBuilder: Sendable {
                         try metadata.write(db)
                         return .commit
                     }
-                    try db.execute(sql: "PRAGMA user_version = \(lastNumber); PRAGMA application_id = \(SeedMetadata.applicationID)")
+                    if let userVersion { try db.execute(sql: "PRAGMA user_version = \(userVersion)") }
+                    if let applicationID { try db.execute(sql: "PRAGMA application_id = \(applicationID)") }
+                    if analyze { try db.execute(sql: "ANALYZE") }
                 }
                 try queue.close()
                 // CSV steps' journal: in exclusive locking mode SQLite keeps the file (its header zeroed).
@@ -224,14 +241,15 @@ public struct SeedBuilder: Sendable {
                 // Other steps run without one: a failed step fails the build, the file is discarded.
                 if step.kind == .csv { try db.execute(sql: "PRAGMA journal_mode = DELETE") }
                 defer { if step.kind == .csv { try? db.execute(sql: "PRAGMA journal_mode = OFF") } }
+                let written = WrittenTables()
+                db.add(transactionObserver: written, extent: .observerLifetime)
+                defer { db.remove(transactionObserver: written) }
+                let schemaVersion = try Int.fetchOne(db, sql: "PRAGMA schema_version")
                 try db.inTransaction(.immediate) {
                 switch step.kind {
                 case .sql:
                     // As normalised, as the checksum reads it: see `MigrationStep.checksum(of:)`.
                     let script = try SQLScript(MigrationStep.normalized(bytes)).runnable(path: path)
-                    // A dump's `PRAGMA foreign_keys=OFF` cannot act inside the step's transaction: its
-                    // rows may still name later ones, and foreign keys are checked before the COMMIT.
-                    if script.defersForeignKeys { try db.execute(sql: "PRAGMA defer_foreign_keys = ON") }
                     for statement in script.statements {
                         do {
                             try db.execute(sql: statement.sql)
@@ -241,8 +259,7 @@ public struct SeedBuilder: Sendable {
                                                  message: excerpt(error.message ?? "\(error.resultCode)", limit: 400), databaseError: error)
                         }
                     }
-                    // Violations named now, while the COMMIT could only say that one failed.
-                    if script.defersForeignKeys { try Self.check(db, path: path, after: step) }
+                    if script.writesSchema { try Self.reloadSchema(db, path: path) }
                 case .csv:
                     // Parsed in place; the parser reads line ends as the checksum does.
                     var loader = CSVLoader(path: path, table: step.table)
@@ -256,20 +273,63 @@ public struct SeedBuilder: Sendable {
                 }
                 return .commit
                 }
-                try Self.check(db, path: path, after: step)
+                // The loaders step their statements themselves, past GRDB's observation: their table
+                // is the step's. A trigger a loaded row fires may write elsewhere: then, and after a
+                // schema change, every table is checked.
+                let schemaChanged = try Int.fetchOne(db, sql: "PRAGMA schema_version") != schemaVersion
+                let triggerCount = step.kind == .sql ? 0 : try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_schema WHERE type = 'trigger'") ?? 0
+                let triggers = triggerCount > 0
+                let tables = step.kind == .sql ? written.names : [step.table.lowercased()]
+                try Self.check(db, path: path, after: step, onlyAbout: schemaChanged || triggers ? nil : tables)
             }
         }
     }
 
+    /// Reads the schema again after a step that wrote `sqlite_schema` itself (`PRAGMA
+    /// writable_schema`, as `.dump` writes a virtual table): until then the connection does not see
+    /// what the step added. `RESET` also turns `writable_schema` off for the steps that follow.
+    /// A row the step wrote that SQLite cannot read fails here, naming the step.
+    private static func reloadSchema(_ db: Database, path: String) throws(PackagingError) {
+        do {
+            try db.execute(sql: "PRAGMA writable_schema = RESET")
+            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_schema")
+        } catch let error as DatabaseError {
+            throw PackagingError(.sqlFailed, path: path,
+                                 message: "the schema this step wrote is not one SQLite can read: \(excerpt(error.message ?? "\(error.resultCode)", limit: 400))",
+                                 databaseError: error)
+        } catch {
+            throw PackagingError.wrapping(error, path: path)
+        }
+    }
+
     /// `foreign_key_check` after every step; `integrity_check` too at the end (`step` nil).
-    static func check(_ db: Database, path: String, after step: MigrationStep?) throws {
-        let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
-        if !violations.isEmpty {
-            let examples = violations.prefix(3).map { row -> String in
-                "\(row[0] as String? ?? "?") rowid \(row[1] as Int64? ?? -1) → \(row[2] as String? ?? "?")"
+    ///
+    /// With `written` (lowercased names of the tables a step wrote), only the tables whose rows
+    /// could break a foreign key are checked: those written, and those whose parents were (a
+    /// deleted or replaced parent row). A full check after each step of a large project cost a
+    /// third of its build.
+    static func check(_ db: Database, path: String, after step: MigrationStep?, onlyAbout written: Set<String>? = nil) throws {
+        var violations: [Row] = []
+        if let written {
+            for table in try String.fetchAll(db, sql: "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table'") {
+                let parents = try String.fetchAll(db, sql: "SELECT DISTINCT lower(\"table\") FROM pragma_foreign_key_list(?)", arguments: [table])
+                guard !parents.isEmpty, written.contains(table.lowercased()) || parents.contains(where: written.contains) else { continue }
+                violations += try Row.fetchAll(db, sql: "SELECT * FROM pragma_foreign_key_check(?) LIMIT 4", arguments: [table])
+                if violations.count >= 4 { break }
             }
-            throw PackagingError(.foreignKeyViolation, path: path,
-                                 message: "\(violations.count) foreign key violation\(violations.count == 1 ? "" : "s")\(step == nil ? "" : " after this step"): \(examples.joined(separator: "; "))")
+        } else {
+            violations = try Row.fetchAll(db, sql: "SELECT * FROM pragma_foreign_key_check LIMIT 4")
+        }
+        if let first = violations.first {
+            let table: String = first[0] ?? "?"
+            let parent: String = first[2] ?? "?"
+            let row = (first[1] as Int64?).map { "the row with rowid \($0)" } ?? "a row"
+            let more = violations.count > 3 ? " (and more rows)" : violations.count > 1 ? " (and \(violations.count - 1) more)" : ""
+            throw PackagingError(.foreignKeyViolation, path: path, message: """
+                \(step == nil ? "at the end of the build" : "after this step"), \(row) of table '\(excerpt(table))' \
+                names a row of '\(excerpt(parent))' that does not exist\(more): every step must leave foreign_key_check \
+                empty, so add the missing parent rows or fix the child's key
+                """)
         }
         if step == nil {
             let result = try String.fetchAll(db, sql: "PRAGMA integrity_check")
@@ -341,4 +401,19 @@ func packaging<T>(path: String?, line: Int? = nil, _ body: () throws -> T) throw
     } catch {
         throw PackagingError.wrapping(error, path: path, line: line)
     }
+}
+
+/// The tables a step's statements may write, as GRDB's authorizer reports them when each statement
+/// compiles (the writes of the triggers it fires included); it asks for no row events.
+private final class WrittenTables: TransactionObserver {
+    private(set) var names: Set<String> = []
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool {
+        names.insert(eventKind.tableName.lowercased())
+        return false
+    }
+
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseDidCommit(_ db: Database) {}
+    func databaseDidRollback(_ db: Database) {}
 }

@@ -7,19 +7,26 @@ import SystemPackage
 /// folder whose steps build a seed with the same schema and the same rows, value for value.
 ///
 /// The steps, numbered from `0001`:
-/// - `schema.sql`: every `CREATE TABLE`, as the database has it, in the order of creation;
+/// - `schema.sql`: every `CREATE TABLE`, as the database has it, in the order of creation; a
+///   virtual table (FTS3/4/5, R-tree, any module) as `sqlite3 .dump` writes it, a row of
+///   `sqlite_schema` under `PRAGMA writable_schema`, its shadow tables as tables whose rows
+///   follow like any table's: the seed's full-text or R-tree index is the source's own, so every
+///   query (`MATCH`, `bm25()`, `highlight()`, range queries) answers as it does there;
 /// - one data step per table that has rows, parents before children (by foreign key), else by
 ///   name: `NNNN_table.csv` where CSV carries every value exactly (its storage type included,
 ///   which the column's affinity decides for CSV), else `NNNN_table.sql` of `INSERT`s. Tables whose
 ///   foreign keys form a cycle, or name their own rows, share one `.sql` step with foreign keys
 ///   checked at its end;
 /// - `sqlite_sequence.sql`: the AUTOINCREMENT counters, when there are any;
-/// - `indexes_views_triggers.sql`: `CREATE INDEX`, `CREATE VIEW`, `CREATE TRIGGER`, last, so no
-///   trigger fires while rows load.
+/// - `indexes_views_triggers.sql`: `CREATE INDEX`, `CREATE VIEW`, `CREATE TRIGGER` in the order
+///   they were created, last, so no trigger fires while rows load;
+/// - `sqlite_stat1.sql`: the ANALYZE statistics, when there are any, so the seed plans its
+///   queries as the source does.
 ///
-/// Generated columns are not written (SQLite computes them). Reseed's own tables are left out of
-/// a database that is a seed. Not carried, because the builder sets them: `user_version`,
-/// `application_id` (see ``Result/notCarried``); page size and other storage settings.
+/// `reseed.json` carries the source's `user_version` and `application_id` (`"userVersion"`,
+/// `"applicationID"`) when they are not 0. Generated columns are not written (SQLite computes
+/// them). Reseed's own tables are left out of a database that is a seed. Not carried: page size
+/// and other storage settings, and what ``Result/notCarried`` lists.
 ///
 /// Everything is written in a temp folder inside `directory`, then renamed into place: a failure
 /// leaves `directory` as it was.
@@ -85,8 +92,8 @@ public struct ProjectImporter: Sendable {
         try packaging(path: folder.path(temporary)) { try Syscalls.mkdirat(folder.fd, temporary, FilePermissions(rawValue: 0o755)) }
         defer { try? FileManager.default.removeItem(atPath: folder.path(temporary)) }
         let work = try packaging(path: folder.path(temporary)) { try FileSystem().openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
-        let (steps, notCarried) = try writeSteps(into: work)
-        try writeConfiguration(into: work)
+        let (steps, schema) = try writeSteps(into: work)
+        try writeConfiguration(into: work, header: (schema.userVersion, schema.applicationID))
         try packaging(path: directory.path) {
             try work.move(Self.migrationsFolder, to: folder, as: Self.migrationsFolder)
             do {
@@ -99,7 +106,7 @@ public struct ProjectImporter: Sendable {
         }
         return Result(
             configurationURL: directory.appendingPathComponent(Self.configurationFile),
-            migrationsURL: directory.appendingPathComponent(Self.migrationsFolder), steps: steps, notCarried: notCarried)
+            migrationsURL: directory.appendingPathComponent(Self.migrationsFolder), steps: steps, notCarried: schema.notCarried)
     }
 
     private func refuseExisting(in folder: Directory) throws(PackagingError) {
@@ -130,7 +137,7 @@ public struct ProjectImporter: Sendable {
         }
     }
 
-    private func writeSteps(into work: Directory) throws(PackagingError) -> ([Step], [String]) {
+    private func writeSteps(into work: Directory) throws(PackagingError) -> ([Step], SourceSchema) {
         let path = source.path
         var configuration = Configuration()
         configuration.readonly = true
@@ -155,7 +162,7 @@ public struct ProjectImporter: Sendable {
                 }
                 var steps: [Step] = []
                 let schemaFile = try StepFile("\(number())_schema.sql", in: migrations)
-                for table in schema.tables { try schemaFile.append(table.sql + ";\n") }
+                for statement in schema.creation { try schemaFile.append(statement + ";\n") }
                 try schemaFile.flush()
                 steps.append(Step(fileName: schemaFile.name, rows: 0))
                 let export = TableExport(db: db, values: try ValueText(db), directory: migrations)
@@ -182,22 +189,34 @@ public struct ProjectImporter: Sendable {
                     try file.flush()
                     steps.append(Step(fileName: file.name, rows: 0))
                 }
-                return (steps, schema.notCarried)
+                if schema.hasStatistics {
+                    let file = try StepFile("\(number())_sqlite_stat1.sql", in: migrations)
+                    let rows = try export.writeStatistics(to: file, tables: Set(schema.tables.map { $0.name.lowercased() }))
+                    try file.flush()
+                    steps.append(Step(fileName: file.name, rows: rows))
+                }
+                return (steps, schema)
             }
         }
     }
 
-    private func writeConfiguration(into work: Directory) throws(PackagingError) {
+    /// `reseed.json`, with the source's `user_version` and `application_id` when they are not 0.
+    private func writeConfiguration(into work: Directory, header: (userVersion: Int32, applicationID: Int32)) throws(PackagingError) {
         struct File: Encodable {
             var name: String
             var version: String
             var migrations: String
             var output: String
+            var userVersion: Int32?
+            var applicationID: Int32?
         }
         try packaging(path: work.path(Self.configurationFile)) {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let data = try encoder.encode(File(name: name, version: version, migrations: Self.migrationsFolder, output: Self.outputFolder))
+            let data = try encoder.encode(File(
+                name: name, version: version, migrations: Self.migrationsFolder, output: Self.outputFolder,
+                userVersion: header.userVersion == 0 ? nil : header.userVersion,
+                applicationID: header.applicationID == 0 ? nil : header.applicationID))
             let file = try StepFile(Self.configurationFile, in: work)
             try file.append(data + Data("\n".utf8))
             try file.flush()

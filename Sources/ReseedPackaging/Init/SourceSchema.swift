@@ -22,38 +22,60 @@ struct SourceSchema {
         var referencesItself: Bool
     }
 
-    /// Tables in the order they were created (`sqlite_schema` order).
+    /// Tables with rows to carry (a virtual table's shadow tables among them), in the order they were created.
     var tables: [Table]
-    /// `CREATE INDEX`, `CREATE VIEW` and `CREATE TRIGGER` statements, in that order, each kind as created.
+    /// The schema step's statements, in the order the objects were created (`sqlite_schema` order):
+    /// `CREATE TABLE`; a virtual table as the row of `sqlite_schema` that `sqlite3 .dump` writes
+    /// (its module is not asked to create its shadow tables: they come as tables, with their rows,
+    /// so its index is the source's own); `ANALYZE sqlite_schema` where `sqlite_stat1` was created.
+    var creation: [String]
+    /// `CREATE INDEX`, `CREATE VIEW` and `CREATE TRIGGER` statements, in the order they were created.
     var laterObjects: [String]
     /// `sqlite_sequence` rows of the tables carried, by table name.
     var sequences: [(table: String, value: StoredValue)]
-    /// What the steps do not carry, for the user to know (the builder sets these itself).
+    /// Whether `sqlite_stat1` is there (its rows are carried, see ``TableExport``).
+    var hasStatistics: Bool
+    /// The header's `user_version` and `application_id`, which `reseed.json` carries.
+    var userVersion: Int32
+    var applicationID: Int32
+    /// What the steps do not carry, for the user to know.
     var notCarried: [String]
 
     /// Reads and checks the schema of the database `db` is connected to.
     ///
     /// - Throws: ``PackagingError/Code/notImportable`` naming the table or object that cannot be
-    ///   carried exactly: a virtual table, a Reseed table in a database that is not a seed, a
-    ///   `CREATE` statement with a CR, rows that break a foreign key.
+    ///   carried exactly: a Reseed table in a database that is not a seed (one without Reseed's
+    ///   metadata), a `CREATE` statement with a CR, rows that break a foreign key.
     static func read(_ db: Database, path: String) throws(PackagingError) -> SourceSchema {
         try packaging(path: path) {
-            let applicationID = try Int32.fetchOne(db, sql: "PRAGMA main.application_id") ?? 0
-            let isSeed = applicationID == SeedMetadata.applicationID || (try? SeedMetadata.read(db)) != nil
+            // A seed is recognised by its metadata, never by its application_id (which is the app's).
+            let isSeed = (try? SeedMetadata.read(db)) != nil
             let reseedTables: Set<String> = [SeedMetadata.tableName, SeedMetadata.stepsTableName]
-            var schema = SourceSchema(tables: [], laterObjects: [], sequences: [], notCarried: [])
-            var indexes: [String] = [], views: [String] = [], triggers: [String] = []
+            var schema = SourceSchema(
+                tables: [], creation: [], laterObjects: [], sequences: [], hasStatistics: false,
+                userVersion: try Int32.fetchOne(db, sql: "PRAGMA main.user_version") ?? 0,
+                applicationID: try Int32.fetchOne(db, sql: "PRAGMA main.application_id") ?? 0, notCarried: [])
             let objects = try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM main.sqlite_schema ORDER BY rowid")
             var strict: [String: Bool] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT name, strict FROM pragma_table_list WHERE schema = 'main'") {
                 strict[(row["name"] as String? ?? "").lowercased()] = row["strict"] ?? false
             }
+            var writesSchema = false
             for row in objects {
                 let type: String = row["type"] ?? ""
                 let name: String = row["name"] ?? ""
                 let owner: String = row["tbl_name"] ?? ""
                 guard let sql: String = row["sql"] else { continue }  // automatic indexes come with their table
                 let lowered = name.lowercased()
+                if type == "table" && lowered == "sqlite_stat1" {
+                    schema.creation.append("ANALYZE sqlite_schema")
+                    schema.hasStatistics = true
+                    continue
+                }
+                if type == "table" && lowered.hasPrefix("sqlite_stat") {
+                    schema.notCarried.append("\(name): ANALYZE statistics the SQLite here cannot create (it has sqlite_stat1 only); the seed plans its queries with sqlite_stat1")
+                    continue
+                }
                 if lowered.hasPrefix("sqlite_") || owner.lowercased().hasPrefix("sqlite_") { continue }
                 if reseedTables.contains(lowered) || reseedTables.contains(owner.lowercased()) {
                     if isSeed { continue }
@@ -63,18 +85,22 @@ struct SourceSchema {
                     throw PackagingError(.notImportable, path: path, message: "the CREATE statement of \(type) '\(excerpt(name))' contains a CR, which a .sql step cannot carry (steps are read with LF line ends)")
                 }
                 switch type {
+                case "table" where sql.uppercased().hasPrefix("CREATE VIRTUAL"):
+                    if !writesSchema { schema.creation.append("PRAGMA writable_schema = ON") }
+                    writesSchema = true
+                    let values = ["table", name, owner].map { ValueText.sqlText(Array($0.utf8)) } + ["0", ValueText.sqlText(Array(sql.utf8))]
+                    schema.creation.append("INSERT INTO sqlite_schema(type, name, tbl_name, rootpage, sql) VALUES(\(values.joined(separator: ", ")))")
                 case "table":
-                    if sql.uppercased().hasPrefix("CREATE VIRTUAL") {
-                        throw PackagingError(.notImportable, path: path, message: "table '\(excerpt(name))' is a virtual table: its rows live in its module's own tables, which steps cannot carry exactly; drop it in a copy of the database, and create and fill it in a .sql step")
-                    }
-                    schema.tables.append(try table(name, sql: sql, strict: strict[lowered] ?? false, db))
-                case "index": indexes.append(sql)
-                case "view": views.append(sql)
-                case "trigger": triggers.append(sql)
-                default: continue
+                    let table = try table(name, sql: sql, strict: strict[lowered] ?? false, db)
+                    schema.tables.append(table)
+                    schema.creation.append(sql)
+                case "index", "view", "trigger":
+                    schema.laterObjects.append(sql)
+                default:
+                    continue
                 }
             }
-            schema.laterObjects = indexes + views + triggers
+            if writesSchema { schema.creation.append("PRAGMA writable_schema = OFF") }
             let carried = Set(schema.tables.map { $0.name.lowercased() })
             for table in schema.tables {
                 let violation = try Row.fetchOne(db, sql: "SELECT rowid, parent FROM pragma_foreign_key_check(?) LIMIT 1", arguments: [table.name])
@@ -91,16 +117,6 @@ struct SourceSchema {
                     }
                     return true
                 }
-            }
-            let userVersion = try Int32.fetchOne(db, sql: "PRAGMA main.user_version") ?? 0
-            if userVersion != 0 && !isSeed {
-                schema.notCarried.append("user_version \(userVersion): a seed's user_version is the number of its last step")
-            }
-            if applicationID != 0 && !isSeed {
-                schema.notCarried.append("application_id \(applicationID): a seed's application_id is Reseed's (\(SeedMetadata.applicationID))")
-            }
-            if try db.tableExists("sqlite_stat1") {
-                schema.notCarried.append("ANALYZE statistics (sqlite_stat1): add a step that runs ANALYZE to keep them")
             }
             return schema
         }

@@ -69,10 +69,25 @@ struct TableExport {
             return Written(fileName: file.name, rows: rows, sqlBecause: reason)
         }
         let file = try StepFile("\(number)_\(description).sql", in: directory)
-        try file.append("-- Rows may name rows that come later: foreign keys are checked at the end of the step.\nPRAGMA defer_foreign_keys = ON;\n")
+        try file.append("-- Rows may name rows that come later: foreign keys are checked at the end of the step.\n")
         for table in tables { try writeSQL(table, to: file) }
         try file.flush()
         return Written(fileName: file.name, rows: rows, sqlBecause: tables.count == 1 ? "its foreign keys name its own rows" : "their foreign keys name each other")
+    }
+
+    /// Writes the `sqlite_stat1` rows about `tables` (lowercased names) as `INSERT`s, in the
+    /// order ANALYZE wrote them; returns how many.
+    func writeStatistics(to file: StepFile, tables: Set<String>) throws -> Int {
+        var rows = 0
+        try forEachRow("SELECT tbl, idx, stat FROM main.sqlite_stat1 ORDER BY rowid") { handle in
+            guard case .text(let table) = StoredValue(handle, column: 0),
+                  tables.contains(String(decoding: table, as: UTF8.self).lowercased()) else { return true }
+            let literals = (0..<3).map { values.sqlLiteral(StoredValue(handle, column: Int32($0))) }
+            try file.append("INSERT INTO sqlite_stat1(tbl, idx, stat) VALUES(\(literals.joined(separator: ", ")));\n")
+            rows += 1
+            return true
+        }
+        return rows
     }
 
     /// Whether a name can be a CSV step's table (`NNNN_table.csv`).
