@@ -161,8 +161,18 @@ struct ProjectConfiguration {
             }
             userTables = try strings(.userTables)
             userReferences = try strings(.userReferences)
-            userVersion = container.contains(.userVersion) ? try container.decode(Int32.self, forKey: .userVersion) : nil
-            applicationID = container.contains(.applicationID) ? try container.decode(Int32.self, forKey: .applicationID) : nil
+            // Read as a number, then checked: Foundation's Int32 decoding reports an out-of-range
+            // value as invalid JSON without naming the key.
+            func int32(_ key: CodingKeys) throws -> Int32? {
+                guard container.contains(key) else { return nil }
+                let number = try container.decode(Double.self, forKey: key)
+                guard let value = Int32(exactly: number) else {
+                    throw DecodingError.typeMismatch(Int32.self, .init(codingPath: [key], debugDescription: "\(number) is not a 32-bit whole number"))
+                }
+                return value
+            }
+            userVersion = try int32(.userVersion)
+            applicationID = try int32(.applicationID)
             analyze = container.contains(.analyze) ? try container.decode(Bool.self, forKey: .analyze) : nil
         }
 

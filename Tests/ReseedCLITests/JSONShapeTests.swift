@@ -17,6 +17,7 @@ import Testing
         ("{\"userTables\": [\"incident\", 2]}", "\"userTables\" must be an array of strings"),
         ("{\"userStore\": [\"u\"]}", "\"userStore\" must be a string"),
         ("{\"userVersion\": \"7\"}", "\"userVersion\" must be a whole number from -2147483648 to 2147483647"),
+        ("{\"userVersion\": 1.5}", "\"userVersion\" must be a whole number from -2147483648 to 2147483647"),
         ("{\"applicationID\": 3000000000}", "\"applicationID\" must be a whole number from -2147483648 to 2147483647"),
         ("{\"analyze\": 1}", "\"analyze\" must be true or false"),
         ("{\"userReferences\": [\"incident.level_id\"]}",

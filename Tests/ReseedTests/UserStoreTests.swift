@@ -231,4 +231,49 @@ struct UserStoreTests {
         #expect(try database.read { try String.fetchAll($0, sql: "SELECT text FROM note") } == ["written in single-file mode"])
         try database.close()
     }
+
+    /// Full-text search with a user store: `MATCH` on a seed FTS table through the attached
+    /// schema (unqualified and qualified), and a user table with an FTS index of its own that
+    /// survives a seed update.
+    @Test func fullTextSearchWorksOnSeedTablesAndUserTables() throws {
+        let sandbox = try LaunchSandbox()
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("notes") { db in
+            try db.execute(sql: """
+                CREATE TABLE note (id INTEGER PRIMARY KEY, item_id INTEGER, text TEXT NOT NULL);
+                CREATE VIRTUAL TABLE note_fts USING fts5(text, content = 'note', content_rowid = 'id');
+                CREATE TRIGGER note_ai AFTER INSERT ON note BEGIN INSERT INTO note_fts(rowid, text) VALUES (new.id, new.text); END;
+                """)
+        }
+        let userStore = Launcher.UserStore(name: "items-user", migrator: migrator)
+        let search = [
+            "CREATE VIRTUAL TABLE item_fts USING fts5(label, body)",
+            "INSERT INTO item_fts(rowid, label, body) SELECT id, label, 'plaster bandage size ' || id FROM item",
+        ]
+        let first = sandbox.launcher(try sandbox.seed("1.0.0", rows: 3, sql: search)) { $0.userStore = userStore }
+        var (database, _) = try first.launch()
+        try database.write { try $0.execute(sql: "INSERT INTO note (item_id, text) VALUES (2, 'the bandage ran out')") }
+        func answers(_ database: DatabasePool) throws -> [String] {
+            try database.read { db in
+                try String.fetchAll(db, sql: "SELECT label FROM item_fts WHERE item_fts MATCH 'body:bandage AND body:2' ORDER BY rank")
+                    + String.fetchAll(db, sql: "SELECT highlight(item_fts, 1, '[', ']') FROM seed.item_fts WHERE item_fts MATCH 'size' ORDER BY rowid LIMIT 1")
+                    + String.fetchAll(db, sql: "SELECT n.text FROM note_fts JOIN note n ON n.id = note_fts.rowid WHERE note_fts MATCH 'bandage'")
+            }
+        }
+        #expect(try answers(database) == ["1.0.0-2", "plaster bandage [size] 1", "the bandage ran out"])
+        #expect {
+            try database.write { try $0.execute(sql: "INSERT INTO item_fts(rowid, label, body) VALUES (9, 'x', 'y')") }
+        } throws: { ($0 as? DatabaseError)?.resultCode == .SQLITE_READONLY }
+        try database.close()
+
+        let second = sandbox.launcher(try sandbox.seed("2.0.0", rows: 3, sql: search)) { $0.userStore = userStore }
+        (database, _) = try second.launch()
+        let afterUpdate = try answers(database)
+        #expect(afterUpdate == ["2.0.0-2", "plaster bandage [size] 1", "the bandage ran out"])
+        #expect(try database.write { db in
+            try db.execute(sql: "INSERT INTO note_fts(note_fts) VALUES ('integrity-check')")
+            return try Int.fetchOne(db, sql: "SELECT count(*) FROM note_fts WHERE note_fts MATCH 'ran'")
+        } == 1)
+        try database.close()
+    }
 }

@@ -95,13 +95,15 @@ extension SeedDelta {
 
         func run() throws {
             let targetTables = Dictionary(
-                try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0.withoutRowid) }, uniquingKeysWith: { first, _ in first })
+                try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            var changedVirtual: [ContentTables.Table] = []
             for table in header.tables {
-                guard let withoutRowid = targetTables[table.name] else {
+                guard let target = targetTables[table.name] else {
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name), which the seed does not have")
                 }
                 let shape: TableShape
-                switch try TableShape.read(table.name, withoutRowid: withoutRowid, in: "main", db) {
+                if target.kind == .virtual { changedVirtual.append(target) }
+                switch try TableShape.read(table.name, withoutRowid: target.withoutRowid, in: "main", db) {
                 case .success(let read): shape = read
                 case .failure(let failure):
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name): \(failure.reason)")
@@ -112,6 +114,13 @@ extension SeedDelta {
                 // Deletes first, so that an inserted row may take a deleted row's key or unique value.
                 for list in Names.List.allCases where table.count(list) > 0 {
                     try apply(list, of: table, shape: shape)
+                }
+            }
+            // A module's own check of the index it kept: the content hash reads rows, not the index.
+            for table in changedVirtual {
+                if let problem = try VirtualTableCheck.problem(table.name, db) {
+                    throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath,
+                                      message: "the delta applied leaves the index of table \(table.name) inconsistent (\(problem)); rolled back")
                 }
             }
             try db.execute(sql: "PRAGMA main.user_version = \(header.userVersion)")

@@ -92,20 +92,13 @@ extension SeedDelta {
         package init(reason: String) { self.reason = reason }
     }
 
-    /// The tables of database `schemaName` whose rows a delta carries, sorted by the UTF-8 bytes of
-    /// their names: ordinary and shadow tables, not virtual ones (their rows are in their shadow
-    /// tables) nor SQLite's own (`sqlite_*`), as the content hash counts them.
+    /// The tables of database `schemaName` whose rows a delta carries, as the content hash counts
+    /// them (``ContentTables``): FTS and R-tree tables first, changed through their module, then
+    /// ordinary tables (and the shadow tables that are content), each group sorted by the UTF-8 bytes of the names.
     ///
     /// - Throws: the `DatabaseError` of reading the schema.
-    package static func contentTables(in schemaName: String, _ db: Database) throws -> [(name: String, withoutRowid: Bool)] {
-        try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedIdentifier).table_list")
-            .compactMap { row -> (name: String, withoutRowid: Bool)? in
-                let name: String = row["name"] ?? ""
-                let type: String = row["type"] ?? ""
-                guard type == "table" || type == "shadow", !name.lowercased().hasPrefix("sqlite_") else { return nil }
-                return (name, row["wr"] ?? false)
-            }
-            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    package static func contentTables(in schemaName: String, _ db: Database) throws -> [ContentTables.Table] {
+        try ContentTables.read(in: schemaName, db).tables
     }
 }
 

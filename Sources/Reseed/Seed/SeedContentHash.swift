@@ -10,7 +10,7 @@ import GRDBSQLite
 /// and type for type; `VACUUM`, `VACUUM INTO`, another page size or the same rows inserted in
 /// another order (in a table with a primary key) leave it unchanged. `reseed package` writes it
 /// into the manifest (``SeedManifest/contentHash``) and `reseed verify` checks it. The encoding
-/// it hashes is specified in <doc:ContentHash>; it is version 1 and never changes meaning.
+/// it hashes is specified in <doc:ContentHash>; a version never changes meaning.
 ///
 /// The tables are read one row at a time through a cursor, so memory stays flat whatever their size.
 ///
@@ -18,14 +18,16 @@ import GRDBSQLite
 /// let hash = try SeedContentHash.compute(path: "SeedData/triage.sqlite") // 64 lowercase hex digits
 /// ```
 public enum SeedContentHash {
-    /// The version of the canonical encoding, the first thing hashed (`reseed-content-hash 1`).
-    public static let encodingVersion = 1
+    /// The newest version of the canonical encoding, the first thing hashed after its name
+    /// (`reseed-content-hash 2`). A database without an FTS or R-tree table hashes as version 1,
+    /// which version 2 extends: such tables are read through their module, not their shadow tables.
+    public static let encodingVersion = 2
 
     /// Hashes the content of the database file at `path`, opened read-only.
     ///
     /// - Throws: ``ReseedError`` (step ``ReseedError/Step/verify``) when the file cannot be opened
-    ///   or read as a SQLite database, or a table cannot be read (a virtual table's shadow
-    ///   tables are hashed, never the virtual table).
+    ///   or read as a SQLite database, or a table cannot be read (an FTS or R-tree table is read
+    ///   through its module, see <doc:ContentHash>).
     public static func compute(path: String) throws(ReseedError) -> String {
         try during(.verify, path: path) {
             var configuration = Configuration()
@@ -63,12 +65,15 @@ public enum SeedContentHash {
     }
 
     private static func hash(_ db: Database, into hasher: inout ContentHasher) throws {
+        let content = try ContentTables.read(db)
         hasher.text(Array("reseed-content-hash".utf8))
-        hasher.integer(Int64(encodingVersion))
+        // Version 2 reads FTS and R-tree tables through their module (see `ContentTables`); a
+        // database without one hashes as version 1 always did, so installed devices keep their deltas.
+        hasher.integer(content.readsVirtualTables ? 2 : 1)
         hasher.integer(try Int64.fetchOne(db, sql: "PRAGMA main.user_version") ?? 0)
         hasher.integer(try Int64.fetchOne(db, sql: "PRAGMA main.application_id") ?? 0)
 
-        let objects = try schema(db)
+        let objects = try schema(db, layout: content.layout)
         hasher.integer(Int64(objects.count))
         for object in objects {
             hasher.text(Array(object.type.utf8))
@@ -77,23 +82,24 @@ public enum SeedContentHash {
             if let sql = object.sql { hasher.text(Array(sql.utf8)) } else { hasher.null() }
         }
 
-        let tables = try Row.fetchAll(db, sql: "PRAGMA main.table_list")
-        var kinds: [String: (type: String, withoutRowid: Bool)] = [:]
-        for row in tables {
-            if let name: String = row["name"] { kinds[name] = (row["type"] ?? "", row["wr"] ?? false) }
-        }
-        for object in objects where object.type == "table" {
-            guard let kind = kinds[object.name], kind.type != "virtual" else { continue }
-            try hashRows(of: object.name, withoutRowid: kind.withoutRowid, db, into: &hasher)
+        // In the order of the names, as version 1 hashed its tables.
+        let tables = content.tables.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        for table in tables {
+            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher)
         }
     }
 
     /// The schema objects that are content: every table, index, view and trigger of the database
-    /// `schemaName` (`main` unless said) but SQLite's own (`sqlite_*`), sorted by the UTF-8 bytes of their names.
+    /// `schemaName` (`main` unless said) but SQLite's own (`sqlite_*`) and the shadow tables that
+    /// are a virtual table's index layout (``ContentTables/layout``), sorted by the UTF-8 bytes of their names.
     package static func schema(_ db: Database, in schemaName: String = "main") throws -> [SchemaObject] {
+        try schema(db, in: schemaName, layout: ContentTables.read(in: schemaName, db).layout)
+    }
+
+    private static func schema(_ db: Database, in schemaName: String = "main", layout: Set<String>) throws -> [SchemaObject] {
         try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM \(schemaName.quotedIdentifier).sqlite_schema")
             .map { SchemaObject(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
-            .filter { !$0.name.lowercased().hasPrefix("sqlite_") }
+            .filter { !$0.name.lowercased().hasPrefix("sqlite_") && !layout.contains($0.table.lowercased()) }
             .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
 

@@ -28,6 +28,8 @@ struct SchemaSnapshot {
         var name: String
         var columns: [Column]
         var isVirtual: Bool
+        /// An FTS or R-tree table: its rows are compared through its module, by rowid.
+        var readsThroughModule: Bool
         var hasRowid: Bool
 
         /// The primary key columns, in key order; empty when the table declares none.
@@ -67,22 +69,28 @@ struct SchemaSnapshot {
     }
 
     static func read(_ db: Database) throws -> SchemaSnapshot {
+        // The shadow tables that are an FTS or R-tree table's index layout are not content: the
+        // diff compares that table's rows through its module instead (see `ContentTables`).
+        let content = try ContentTables.read(db)
+        let readable = Set(content.tables.filter { $0.kind == .virtual }.map(\.name))
         let objects = try Row.fetchAll(db, sql: """
             SELECT type, name, tbl_name, sql FROM main.sqlite_master
             WHERE type IN ('table', 'index', 'view', 'trigger')
             """)
             .map { Object(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
-            .filter { !isExcluded($0.name) && !isExcluded($0.table) }
+            .filter { !isExcluded($0.name) && !isExcluded($0.table) && !content.layout.contains($0.table.lowercased()) }
 
         var tables: [String: Table] = [:]
         for row in try Row.fetchAll(db, sql: "PRAGMA main.table_list") {
             let name: String = row["name"] ?? ""
             let type: String = row["type"] ?? ""
             let withoutRowid: Bool = row["wr"] ?? false
-            guard type == "table" || type == "virtual" || type == "shadow", !isExcluded(name) else { continue }
-            // A virtual table's columns come from its module, which may not be loaded: its SQL says enough.
-            let columns = type == "virtual" ? [] : try readColumns(db, table: name)
-            tables[name] = Table(name: name, columns: columns, isVirtual: type == "virtual", hasRowid: !withoutRowid)
+            guard type == "table" || type == "virtual" || type == "shadow", !isExcluded(name),
+                  !content.layout.contains(name.lowercased()) else { continue }
+            // The columns of another module's table come from that module, which may not be loaded: its SQL says enough.
+            let isVirtual = type == "virtual"
+            let columns = isVirtual && !readable.contains(name) ? [] : try readColumns(db, table: name)
+            tables[name] = Table(name: name, columns: columns, isVirtual: isVirtual, readsThroughModule: readable.contains(name), hasRowid: !withoutRowid)
         }
 
         let encoding = try String.fetchOne(db, sql: "PRAGMA main.encoding") ?? "UTF-8"

@@ -31,8 +31,9 @@ struct TableComparison {
         var changes: [SeedDiff.TableChange] = []
         for name in new.tables.keys.sorted() {
             guard let newTable = new.tables[name], let oldTable = old.tables[name] else { continue }
-            // A virtual table's rows live in its shadow tables, which are compared as tables.
-            guard !oldTable.isVirtual, !newTable.isVirtual else { continue }
+            // An FTS or R-tree table is compared through its module; another module's rows live in
+            // its shadow tables, which are compared as tables.
+            guard oldTable.isVirtual == oldTable.readsThroughModule, newTable.isVirtual == newTable.readsThroughModule else { continue }
             let change: SeedDiff.TableChange
             switch Self.plan(old: oldTable, new: newTable) {
             case .success(let plan):

@@ -6,7 +6,8 @@ import Reseed
 ///
 /// Checks the manifest against the file (size, SHA-256, header fields; of the decompressed
 /// database, for a compressed seed), runs
-/// `PRAGMA integrity_check` and `foreign_key_check`, compares the embedded
+/// `PRAGMA integrity_check` and `foreign_key_check` (and the FTS `integrity-check` and R-tree
+/// `rtreecheck()` of each such table), compares the embedded
 /// metadata with the manifest, recomputes the ``SeedContentHash`` and compares it with
 /// the manifest's `contentHash` (a manifest without one gets a note, not a finding), and, given a migrations folder, compares the
 /// steps recorded in the seed with the steps in the folder: each added,
@@ -154,6 +155,22 @@ public struct SeedVerifier: Sendable {
         return Report(seed: located.fileURL.path, name: manifest.name, version: manifest.version, findings: findings, notes: notes)
     }
 
+    /// FTS `integrity-check` and R-tree `rtreecheck()` of every such table. The FTS check is an
+    /// `INSERT` that writes nothing; it runs on a connection that may write, in a transaction
+    /// rolled back, so the file is left byte for byte as it was.
+    private func virtualTableProblems(path: String) throws -> [String] {
+        var configuration = Configuration()
+        configuration.label = "reseed.verify"
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        var problems: [String] = []
+        try queue.inTransaction(.deferred) { db in
+            problems = try VirtualTableCheck.problems(db)
+            return .rollback
+        }
+        return problems
+    }
+
     private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> SeedMetadata? {
         var configuration = Configuration()
         configuration.readonly = true
@@ -161,13 +178,18 @@ public struct SeedVerifier: Sendable {
             do {
                 let queue = try DatabaseQueue(path: path, configuration: configuration)
                 defer { try? queue.close() }
-                return try queue.read { db in
+                let (metadata, hasVirtualTables) = try queue.read { db in
                     let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
                     if integrity != ["ok"] { add(.integrity, "integrity_check: \(integrity.prefix(5).joined(separator: "; "))", nil) }
                     let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
                     if !violations.isEmpty { add(.foreignKeys, "\(violations.count) foreign key violation(s)", nil) }
-                    return try SeedMetadata.read(db)
+                    let virtual = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM pragma_table_list WHERE schema = 'main' AND type = 'virtual')") ?? false
+                    return (try SeedMetadata.read(db), virtual)
                 }
+                if hasVirtualTables {
+                    for problem in try virtualTableProblems(path: path) { add(.integrity, "the index of \(problem)", nil) }
+                }
+                return metadata
             } catch let error as DatabaseError {
                 // A damaged seed is a finding, not a reason to stop looking.
                 add(.integrity, "SQLite cannot read the seed: \(error.message ?? "\(error.resultCode)")", nil)
