@@ -14,8 +14,13 @@ struct KillDuringDeltaTests {
     static let kills = 30
 
     /// A release of 60,000 rows (about 12 MB): large enough that each step of the delta path takes a while.
-    static func release(_ sandbox: ChannelSandbox, _ version: String, generation: Int) throws -> Seed {
-        try SeedFixture(name: "items", version: version, sql: [
+    /// With `fullText`, an FTS5 index of the labels too, which the delta changes through its module.
+    static func release(_ sandbox: ChannelSandbox, _ version: String, generation: Int, fullText: Bool) throws -> Seed {
+        let search = fullText ? [
+            "CREATE VIRTUAL TABLE item_fts USING fts5(label, content = 'item', content_rowid = 'id')",
+            "INSERT INTO item_fts(item_fts) VALUES ('rebuild')",
+        ] : []
+        return try SeedFixture(name: "items", version: version, sql: [
             "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, body TEXT NOT NULL)",
             """
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 60000)
@@ -23,13 +28,14 @@ struct KillDuringDeltaTests {
             """,
             "CREATE INDEX item_label ON item(label)",
             "UPDATE item SET label = label || ' v\(generation)' WHERE \(generation) > 0 AND id % 100 = 3",
-        ]).build(in: sandbox.directory.appending("kill-release-\(version)"))
+        ] + search).build(in: sandbox.directory.appending("kill-release-\(version)\(fullText ? "-fts" : "")"))
     }
 
-    @Test func aKilledDeltaUpdateLeavesTheOldSeedOrTheNewOneWhole() throws {
+    @Test(arguments: [false, true])
+    func aKilledDeltaUpdateLeavesTheOldSeedOrTheNewOneWhole(fullText: Bool) throws {
         let sandbox = try ChannelSandbox()
-        let old = try Self.release(sandbox, "1.0.0", generation: 0)
-        let new = try Self.release(sandbox, "1.1.0", generation: 1)
+        let old = try Self.release(sandbox, "1.0.0", generation: 0, fullText: fullText)
+        let new = try Self.release(sandbox, "1.1.0", generation: 1, fullText: fullText)
         try sandbox.publish(old, compressed: true)
         let published = try sandbox.publish(new, compressed: true)
         #expect(published.manifest.deltas.count == 1, "\(published.skippedDeltas)")
@@ -57,6 +63,16 @@ struct KillDuringDeltaTests {
             guard let holds = hashes[hash] else {
                 Issue.record("\(label): the store holds neither seed (content hash \(hash))")
                 return "BROKEN"
+            }
+            if fullText {
+                // The rows hash as either seed; the index must agree with them too (checked on a copy).
+                let copy = sandbox.directory.appending("integrity.sqlite")
+                try? FileManager.default.removeItem(at: copy)
+                try FileManager.default.copyItem(at: store, to: copy)
+                let queue = try DatabaseQueue(path: copy.path)
+                let problems = try queue.write { try VirtualTableCheck.problems($0) }
+                try queue.close()
+                #expect(problems.isEmpty, "\(label): \(problems)")
             }
             return "holds \(holds), records \(recorded ?? "nothing")"
         }
@@ -102,7 +118,7 @@ struct KillDuringDeltaTests {
         }
         #expect(killed >= Self.kills, "only \(killed) runs were killed before they finished in \(round) rounds")
         print("""
-            delta kills: \(round) SIGKILLs (\(killed) before the run finished) over a \(String(format: "%.3f", seconds)) s delta update
+            delta kills\(fullText ? " (FTS5)" : ""): \(round) SIGKILLs (\(killed) before the run finished) over a \(String(format: "%.3f", seconds)) s delta update
             states after each: \(outcomes.sorted { $0.key < $1.key })
             """)
     }
