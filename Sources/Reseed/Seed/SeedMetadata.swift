@@ -12,7 +12,9 @@ public struct SeedMetadata: Sendable, Hashable {
     public static let tableName = "reseed_metadata"
     /// The table of migration steps.
     public static let stepsTableName = "reseed_steps"
-    /// The `PRAGMA application_id` of every seed Reseed builds ("RSED").
+    /// Reseed's own `PRAGMA application_id` ("RSED"), which earlier releases wrote into every
+    /// seed. A seed now keeps its database's own (or `reseed.json`'s `applicationID`); Reseed
+    /// recognises a seed by its ``tableName`` table, never by this number.
     public static let applicationID: Int32 = 0x5253_4544
 
     public var format: Int
