@@ -58,6 +58,18 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// A well-formed delta that does not fit the store it is applied to: it names a table the
         /// store lacks, deletes or updates a row the store does not have, or inserts a row it has.
         public static let deltaMismatch = Code(rawValue: "deltaMismatch")
+
+        /// What a user can do about a failure of this kind, when one thing fits every case.
+        var advice: String? {
+            switch self {
+            case .lockTimeout, .storeBusy: "try again once the other process has finished with the store"
+            case .invalidManifest: "fix the manifest, or build the seed again with reseed package"
+            case .seedNotFound: "give the seed's manifest (*.manifest.json) or the folder that holds it"
+            case .download: "check the channel's URL and the network, then try again"
+            case .signature: "check that the public key is the one made with the channel's private key"
+            default: nil
+            }
+        }
     }
 
     /// The step of the work that failed, in the order the launcher takes them.
@@ -92,10 +104,23 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
     public var httpStatus: Int?
     /// What went wrong, in one sentence.
     public var message: String
+    /// What the user can do about it ("check the path"): the advice given to the initializer, else
+    /// that of ``errno``, else that of ``code``; nil when none fits.
+    public var advice: String? {
+        get { givenAdvice ?? errno?.advice ?? code.advice }
+        set { givenAdvice = newValue }
+    }
+    private var givenAdvice: String?
 
+    /// An error of `code` during `step`; everything else is optional.
+    ///
+    /// ```swift
+    /// throw ReseedError(.seedNotFound, step: .readManifest, path: url.path, message: "no seed manifest or folder here")
+    /// ```
     public init(
         _ code: Code, step: Step, path: String? = nil, field: String? = nil,
-        errno: Errno? = nil, databaseError: DatabaseError? = nil, url: URL? = nil, httpStatus: Int? = nil, message: String
+        errno: Errno? = nil, databaseError: DatabaseError? = nil, url: URL? = nil, httpStatus: Int? = nil, message: String,
+        advice: String? = nil
     ) {
         self.code = code
         self.step = step
@@ -106,16 +131,18 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         self.url = url
         self.httpStatus = httpStatus
         self.message = message
+        self.givenAdvice = advice
     }
 
-    /// One line: the step, the message, the URL, the path and the underlying cause.
+    /// One sentence a user reads: where (the path or URL), what failed (the message), why (the
+    /// system's or SQLite's words) and what to do: "/data/App.sqlite: cannot open the seed: no such
+    /// file or directory; check the path".
     public var description: String {
-        var text = "\(step.rawValue): \(message)"
-        if let url { text += " (\(url.absoluteString))" }
-        if let path { text += " (\(path))" }
-        if let errno { text += " [errno \(errno.rawValue): \(errno.description)]" }
-        if let databaseError { text += " [SQLite \(databaseError.resultCode.rawValue): \(databaseError.message ?? "\(databaseError.resultCode)")]" }
-        return text
+        var location = path ?? url?.absoluteString
+        if let path, let url { location = "\(path) (from \(url.absoluteString))" }
+        let causes = [errno?.phrase, databaseError.map { $0.message ?? "SQLite error \($0.resultCode.rawValue)" }].compactMap { $0 }
+        return ErrorSentence(location: location, what: message, why: causes.isEmpty ? nil : causes.joined(separator: ": "),
+                             advice: advice).description
     }
 
     public var errorDescription: String? { description }
@@ -129,13 +156,16 @@ extension ReseedError {
             return error
         case let failure as FileSystemFailure:
             return ReseedError(.io, step: step, path: failure.path, errno: failure.errno, message: failure.summary)
+        case let error as Errno:
+            return ReseedError(.io, step: step, path: path, errno: error, message: "the file operation failed")
         case let failure as Gzip.Failure:
             // Only compressed seeds are decoded: `path` names the seed file.
             return failure.reseedError(step: step, path: path)
         case let error as DatabaseError:
             return ReseedError(.database, step: step, path: path, databaseError: error, message: "SQLite failed")
         default:
-            return ReseedError(.io, step: step, path: path, message: "\(error)")
+            let (message, errno) = failure("the file operation failed", error)
+            return ReseedError(.io, step: step, path: path, errno: errno, message: message)
         }
     }
 }

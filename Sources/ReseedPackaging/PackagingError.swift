@@ -51,6 +51,16 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         public static let notImportable = Code(rawValue: "notImportable")
         /// A file or folder that would be overwritten (`reseed init`'s `reseed.json`, `Migrations/`).
         public static let alreadyExists = Code(rawValue: "alreadyExists")
+
+        /// What a user can do about a failure of this kind, when one thing fits every case.
+        var advice: String? {
+            switch self {
+            case .invalidStepName: "name each step NNNN_description.sql, .csv or .json"
+            case .duplicateStepNumber: "give each step a number of its own"
+            case .busy: "try again once the other build has finished"
+            default: nil
+            }
+        }
     }
 
     /// The most bytes a message keeps (``maxMessageBytes``, 1 KiB): an error quotes its input,
@@ -68,27 +78,44 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
     public var databaseError: DatabaseError?
     /// The underlying system error.
     public var errno: Errno?
+    /// What the user can do about it ("check the path"): the advice given to the initializer, else
+    /// that of ``errno``, else that of ``code``; nil when none fits.
+    public var advice: String? {
+        get { givenAdvice ?? errno?.advice ?? code.advice }
+        set { givenAdvice = newValue }
+    }
+    private var givenAdvice: String?
 
+    /// An error of `code`; `message` says what failed, `path` and `line` where.
+    ///
+    /// ```swift
+    /// throw PackagingError(.invalidStepName, path: file.path, message: "not a step name")
+    /// ```
     public init(_ code: Code, path: String? = nil, line: Int? = nil, message: String,
-                databaseError: DatabaseError? = nil, errno: Errno? = nil) {
+                databaseError: DatabaseError? = nil, errno: Errno? = nil, advice: String? = nil) {
         self.code = code
         self.path = path
         self.line = line
         self.message = excerpt(message, limit: Self.maxMessageBytes, escaping: false)
         self.databaseError = databaseError
         self.errno = errno
+        self.givenAdvice = advice
     }
 
-    /// `path:line: message`, the form editors and CI logs link to.
+    /// `path:line: message: why; what to do`, the form editors and CI logs link to:
+    /// "Migrations/0003_injury.csv:14: record has 3 fields, the header has 4".
     public var description: String {
-        var text = ""
-        if let path { text += path + (line.map { ":\($0)" } ?? "") + ": " }
-        text += message
-        if let errno { text += " [errno \(errno.rawValue): \(errno.description)]" }
-        return text
+        ErrorSentence(location: path.map { $0 + (line.map { ":\($0)" } ?? "") }, what: message, why: errno?.phrase,
+                      advice: advice).description
     }
 
     public var errorDescription: String? { description }
+
+    /// An ``Code/io`` error: `what` failed on `path` because of `error` (its `errno`, or its own words when it has none).
+    static func io(_ what: String, path: String, error: any Error) -> PackagingError {
+        let (message, errno) = failure(what, error)
+        return PackagingError(.io, path: path, message: message, errno: errno)
+    }
 
     static func wrapping(_ error: any Error, path: String?, line: Int? = nil) -> PackagingError {
         switch error {
@@ -97,21 +124,13 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
             // Not `"\(error)"`, which quotes the whole SQL.
             PackagingError(.database, path: path, line: line, message: error.message ?? "SQLite error \(error.resultCode)", databaseError: error)
         case let error as ReseedError:
-            PackagingError(.io, path: error.path ?? path, line: line, message: error.message, errno: error.errno)
+            PackagingError(.io, path: error.path ?? path, line: line, message: error.message, databaseError: error.databaseError,
+                           errno: error.errno, advice: error.advice)
+        case let failure as FileSystemFailure:
+            PackagingError(.io, path: failure.path, line: line, message: failure.summary, errno: failure.errno)
         default:
-            PackagingError(.io, path: path, line: line, message: "\(error)", errno: systemErrno(of: error))
+            PackagingError(.io, path: path, line: line, message: failure("the file operation failed", error).message, errno: systemErrno(of: error))
         }
-    }
-
-    /// The `errno` a file-system failure carries: an `Errno` itself, or the POSIX error that
-    /// Foundation's file calls keep (as the error, or under `NSUnderlyingErrorKey`); nil otherwise.
-    static func systemErrno(of error: any Error) -> Errno? {
-        if let errno = error as? Errno { return errno }
-        let nsError = error as NSError
-        // On Linux the underlying error is a `POSIXError` value, which `as? NSError` does not match.
-        let posix = nsError.domain == NSPOSIXErrorDomain ? nsError : (nsError.userInfo[NSUnderlyingErrorKey] as? any Error).map { $0 as NSError }
-        guard let posix, posix.domain == NSPOSIXErrorDomain, let code = Int32(exactly: posix.code) else { return nil }
-        return Errno(rawValue: code)
     }
 }
 

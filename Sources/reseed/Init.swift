@@ -10,7 +10,8 @@ extension ReseedCommand {
                 Writes a schema step, one data step per table (CSV where CSV carries every value exactly, \
                 else INSERTs), the AUTOINCREMENT counters, then indexes, views and triggers. \
                 `reseed package` then builds a seed that `reseed diff` finds identical to the database. \
-                Refuses to overwrite reseed.json or Migrations/; writes nothing on failure.
+                Creates --directory (and its parents) when missing. Refuses to overwrite reseed.json or \
+                Migrations/ unless --force; writes nothing on failure, and with --force leaves the old ones as they were.
                 """)
 
         @Option(help: ArgumentHelp("The database to start from.", valueName: "existing.sqlite"))
@@ -24,6 +25,9 @@ extension ReseedCommand {
 
         @Option(help: ArgumentHelp("Where reseed.json and Migrations/ are written. Default: the current folder.", valueName: "dir"))
         var directory: String?
+
+        @Flag(help: "Replace an existing reseed.json and Migrations/ (once the new ones are complete).")
+        var force = false
 
         @Flag(help: "Print what was written as one line of JSON on stdout.")
         var json = false
@@ -48,7 +52,9 @@ extension ReseedCommand {
                 let source = fileURL(from)
                 let name = self.name ?? source.deletingPathExtension().lastPathComponent
                 let folder = directory.map(fileURL) ?? fileURL(FileManager.default.currentDirectoryPath)
-                let result = try ProjectImporter(source: source, directory: folder, name: name, version: seedVersion).run()
+                var importer = ProjectImporter(source: source, directory: folder, name: name, version: seedVersion)
+                importer.force = force
+                let result = try importer.run()
                 for note in result.notCarried { Terminal.error("not carried: \(note)") }
                 if json {
                     try Terminal.out(json: Report(

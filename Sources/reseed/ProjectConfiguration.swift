@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import SystemPackage
 
 /// `reseed.json` at the repository root: the defaults of `reseed package` and `reseed launch`.
 ///
@@ -91,8 +92,7 @@ struct ProjectConfiguration {
             let tooLarge = ReseedError(.invalidArgument, step: .readManifest, path: url.path, message: "over \(maximumSize) bytes: not a configuration file")
             return try readSmallFileIfPresent(url, limit: maximumSize, step: .readManifest) { _ in tooLarge }.map { Data($0) }
         } catch {
-            let errno = error.errno.map { " (\($0))" } ?? ""
-            throw ConfigurationError(path: url.path, message: error.message + errno)
+            throw ConfigurationError(path: url.path, message: error.message, errno: error.errno)
         }
     }
 
@@ -197,7 +197,7 @@ struct ProjectConfiguration {
                 }
                 return "not valid JSON: \(context.debugDescription)"
             default:
-                return "\(error)"
+                return plainDescription(of: error) ?? "cannot be read"
             }
             guard let key else { return "expected a JSON object" }
             return "\"\(key)\" must be \(CodingKeys(stringValue: key)?.expected ?? "a string")"
@@ -209,7 +209,14 @@ struct ProjectConfiguration {
 struct ConfigurationError: Error, CustomStringConvertible {
     var path: String
     var message: String
-    var description: String { "\(path): \(message)" }
+    /// The system's error, when the file could not be read.
+    var errno: Errno? = nil
+
+    /// "reseed.json: "name": expected a string; fix reseed.json or pass the value as an option".
+    var description: String {
+        ErrorSentence(location: path, what: message, why: errno?.phrase,
+                      advice: errno?.advice ?? "fix \((path as NSString).lastPathComponent), or give the value as an option").description
+    }
 }
 
 /// Resolves a command-line path against the current folder.

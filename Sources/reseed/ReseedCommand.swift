@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Reseed
+import ReseedPackaging
 
 /// `reseed`: ship versioned SQLite seeds and keep the app's store current.
 @main
@@ -99,7 +101,7 @@ func duration(_ seconds: Double, of option: String, allowingZero: Bool = true) t
     return .milliseconds(Int64((seconds * 1000).rounded()))
 }
 
-/// Runs a command body; any error becomes one line on stderr and exit status 1.
+/// Runs a command body; any error becomes one sentence on stderr (see ``sentence(for:)``) and exit status 1.
 @MainActor
 func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
@@ -109,7 +111,22 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as ValidationError {
         throw error
     } catch {
-        Terminal.error("\(error)")
+        Terminal.error(sentence(for: error))
         throw ExitCode.failure
+    }
+}
+
+/// The line `reseed` prints for `error`: Reseed's own errors say it themselves; any other (a
+/// Foundation or system error that reached the command) says what its `errno` or its text says,
+/// never its debug description.
+func sentence(for error: any Error) -> String {
+    switch error {
+    case let error as CustomStringConvertible where error is ReseedError || error is PackagingError
+        || error is ConfigurationError || error is OutputError || error is FileSystemFailure:
+        return error.description
+    default:
+        let errno = systemErrno(of: error)
+        return ErrorSentence(location: nil, what: plainDescription(of: error) ?? "a file operation failed",
+                             why: errno?.phrase, advice: errno?.advice).description
     }
 }

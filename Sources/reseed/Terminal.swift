@@ -6,7 +6,9 @@ import Musl
 import Darwin
 #endif
 import Foundation
+import Reseed
 import Synchronization
+import SystemPackage
 
 /// The process's standard streams, written with `write(2)` and every failure handled.
 ///
@@ -89,8 +91,10 @@ struct OutputError: Error, CustomStringConvertible {
     /// The `errno` of the failed call.
     var code: Int32
 
+    /// "stdout: cannot write: no space left on device; the command ran, but its output was lost".
     var description: String {
-        "write \(stream.name): \(String(cString: strerror(code))) (errno \(code)): the command ran, but its output was lost"
+        ErrorSentence(location: stream.name, what: "cannot write", why: Errno(rawValue: code).phrase,
+                      advice: "the command ran, but its output was lost").description
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GRDB
 import Reseed
+import SystemPackage
 
 /// The user store of `reseed launch` and `reseed update`: flags, else reseed.json.
 ///
@@ -88,7 +89,9 @@ struct UserMigrations {
     struct Failure: Error, CustomStringConvertible {
         var path: String
         var message: String
-        var description: String { "\(path): \(message)" }
+        /// The system's error, when a file could not be read.
+        var errno: Errno? = nil
+        var description: String { ErrorSentence(location: path, what: message, why: errno?.phrase, advice: errno?.advice).description }
     }
 
     /// The most bytes one migration file may have (16 MiB): a schema, not data.
@@ -105,7 +108,8 @@ struct UserMigrations {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         } catch {
-            throw Failure(path: folder.path, message: "cannot read the user migrations folder: \(error.localizedDescription)")
+            let (message, errno) = failure("cannot read the user migrations folder", error)
+            throw Failure(path: folder.path, message: message, errno: errno)
         }
         var files: [File] = []
         for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) })
@@ -120,7 +124,7 @@ struct UserMigrations {
                                            message: "over \(Self.maximumFileSize) bytes")
                 bytes = try readSmallFileIfPresent(url, limit: Self.maximumFileSize, step: .migrateUserStore) { _ in tooLarge }
             } catch {
-                throw Failure(path: url.path, message: error.message + (error.errno.map { " (\($0))" } ?? ""))
+                throw Failure(path: url.path, message: error.message, errno: error.errno)
             }
             guard let bytes else { throw Failure(path: url.path, message: "the file went away while the folder was read") }
             guard let sql = String(validating: bytes, as: UTF8.self) else {

@@ -57,7 +57,7 @@ struct UserStoreSummary: Encodable {
         } catch let error as DatabaseError {
             summary.problem = "SQLite \(error.resultCode.rawValue): \(error.message ?? "\(error.resultCode)")"
         } catch {
-            summary.problem = "\(error)"
+            summary.problem = sentence(for: error)
         }
         return summary
     }

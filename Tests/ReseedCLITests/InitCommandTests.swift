@@ -71,9 +71,48 @@ import Testing
         try Data("{\"name\": \"mine\"}".utf8).write(to: sandbox.appending("reseed.json"))
         let result = try ReseedBinary.run(["init", "--from", "App.sqlite"], in: sandbox.url)
         #expect(result.status == 1)
-        #expect(result.stderrLines == ["reseed: \(sandbox.appending("reseed.json").path): already exists: reseed init writes a new project and never overwrites one"])
+        #expect(result.stderrLines == ["reseed: \(sandbox.appending("reseed.json").path): already exists, and reseed init replaces a project only when forced; pass --force to replace it"])
         #expect(try String(contentsOf: sandbox.appending("reseed.json"), encoding: .utf8) == "{\"name\": \"mine\"}")
         #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.url.path).sorted() == ["App.sqlite", "reseed.json"])
+    }
+
+    @Test func createsTheDirectoryAndItsMissingParents() throws {
+        let sandbox = try folder("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+        let result = try ReseedBinary.run(["init", "--from", "App.sqlite", "--directory", "new/deep/project"], in: sandbox.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr == "")
+        let project = sandbox.appending("new/deep/project")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: project.path).sorted() == ["Migrations", "reseed.json"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: project.appendingPathComponent("Migrations").path).sorted() == ["0001_schema.sql", "0002_t.sql"])
+        let packaged = try ReseedBinary.run(["package"], in: project)
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+    }
+
+    @Test func forceReplacesTheProjectAndAFailedForceKeepsTheOldOne() throws {
+        let sandbox = try folder("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+        let migrations = sandbox.appending("Migrations")
+        try FileManager.default.createDirectory(at: migrations, withIntermediateDirectories: false)
+        try Data("CREATE TABLE old(a);\n".utf8).write(to: migrations.appendingPathComponent("0001_old.sql"))
+        try Data("{\"name\": \"mine\"}".utf8).write(to: sandbox.appending("reseed.json"))
+
+        // A source that cannot be imported: the failure leaves the old project as it was.
+        let broken = sandbox.appending("Broken.sqlite")
+        let queue = try DatabaseQueue(path: broken.path)
+        try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF; CREATE TABLE parent(id INTEGER PRIMARY KEY); CREATE TABLE child(p REFERENCES parent(id)); INSERT INTO child VALUES (9);") }
+        try queue.close()
+        let failed = try ReseedBinary.run(["init", "--from", "Broken.sqlite", "--force"], in: sandbox.url)
+        #expect(failed.status == 1)
+        #expect(failed.stderrLines.count == 1, "\(failed.stderr)")
+        #expect(try String(contentsOf: sandbox.appending("reseed.json"), encoding: .utf8) == "{\"name\": \"mine\"}")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: migrations.path) == ["0001_old.sql"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.url.path).sorted() == ["App.sqlite", "Broken.sqlite", "Migrations", "reseed.json"])
+
+        let replaced = try ReseedBinary.run(["init", "--from", "App.sqlite", "--force"], in: sandbox.url)
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: migrations.path).sorted() == ["0001_schema.sql", "0002_t.sql"])
+        #expect(try jsonObject(String(contentsOf: sandbox.appending("reseed.json"), encoding: .utf8))["name"] as? String == "App")
+        // Nothing left aside: no temp folder holding the old project.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.url.path).sorted() == ["App.sqlite", "Broken.sqlite", "Migrations", "reseed.json"])
     }
 
     @Test func refusesAMissingDatabase() throws {

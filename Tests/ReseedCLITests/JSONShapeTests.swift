@@ -35,7 +35,7 @@ import Testing
         let result = try ReseedBinary.run(["status", "--data-dir", "data", "--name", "x"], in: sandbox.url)
         #expect(result.status == 1)
         #expect(result.stdout == "")
-        #expect(result.stderr == "reseed: \(file.path): \(message)\n")
+        #expect(result.stderr == "reseed: \(file.path): \(message); fix reseed.json, or give the value as an option\n")
     }
 
     @Test func aProjectFileThatIsAFolderOrHugeIsRefused() throws {
@@ -44,20 +44,20 @@ import Testing
         try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)
         let folder = try ReseedBinary.run(["status", "--data-dir", "data", "--name", "x"], in: sandbox.url)
         #expect(folder.status == 1)
-        #expect(folder.stderr == "reseed: \(file.path): not a regular file (a directory)\n")
+        #expect(folder.stderr == "reseed: \(file.path): not a regular file (a directory); fix reseed.json, or give the value as an option\n")
 
         // A FIFO no one writes to: refused on what it is, never read (a read would wait forever).
         try FileManager.default.removeItem(at: file)
         try #require(mkfifo(file.path, 0o644) == 0)
         let fifo = try ReseedBinary.run(["status", "--data-dir", "data", "--name", "x"], in: sandbox.url)
         #expect(fifo.status == 1)
-        #expect(fifo.stderr == "reseed: \(file.path): not a regular file (a FIFO)\n")
+        #expect(fifo.stderr == "reseed: \(file.path): not a regular file (a FIFO); fix reseed.json, or give the value as an option\n")
 
         try FileManager.default.removeItem(at: file)
         try Data(("{\"name\": \"" + String(repeating: "x", count: 70_000) + "\"}").utf8).write(to: file)
         let huge = try ReseedBinary.run(["status", "--data-dir", "data", "--name", "x"], in: sandbox.url)
         #expect(huge.status == 1)
-        #expect(huge.stderr == "reseed: \(file.path): over 65536 bytes: not a configuration file\n")
+        #expect(huge.stderr == "reseed: \(file.path): over 65536 bytes: not a configuration file; fix reseed.json, or give the value as an option\n")
     }
 
     /// Every key of `reseed launch --json` and its JSON type, with and without a user store.

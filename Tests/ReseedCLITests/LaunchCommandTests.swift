@@ -52,7 +52,7 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stdout == "")
         #expect(result.stderrLines.count == 1)
-        #expect(result.stderr.hasPrefix("reseed: readManifest: field \"file\""))
+        #expect(result.stderr.hasPrefix("reseed: \(seed.manifestURL.path): field \"file\""))
         #expect(result.stderr.contains(seed.manifestURL.path))
         #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("items.sqlite").path))
     }
@@ -67,7 +67,7 @@ import Testing
         let result = try ReseedBinary.run(["launch", "--seed", new.manifestURL.path, "--data-dir", data.path, "--busy-timeout", "0.2"])
         #expect(result.status == 1)
         #expect(result.stderrLines.count == 1)
-        #expect(result.stderr.contains("checkStoreNotInUse"))
+        #expect(result.stderr.contains("the store is open in another connection or process"))
         #expect(try holder.read { try String.fetchOne($0, sql: "SELECT label FROM item") } == "1.0.0-a")
         try holder.close()
         #expect(try PreferencesFile(url: data.appendingPathComponent("preferences.json")).recordedVersion(of: "items") == "1.0.0")

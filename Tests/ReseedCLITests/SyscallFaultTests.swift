@@ -250,9 +250,9 @@ struct UpgradeScenario {
         return words.count == 4 && ["warning", "error", "critical"].contains(words[1]) && words[2] == "reseed:"
     }
 
-    /// The step an error line names: `reseed: copy: …` → `copy`.
+    /// What an error line says failed: `reseed: /data/items.sqlite: cannot write: …` → `cannot write`.
     static func step(_ line: Substring) -> String {
-        String(line.dropFirst("reseed: ".count).prefix { $0 != ":" })
+        String(line.dropFirst("reseed: ".count).drop { $0 != ":" }.dropFirst(2).prefix { $0 != ":" && $0 != ";" })
     }
 
     /// Which allowed state the data directory is in, read as the app would read it, or what is wrong.

@@ -4,6 +4,7 @@ import GRDBSQLite
 import Reseed
 @testable import ReseedPackaging
 import ReseedTestSupport
+import Synchronization
 import Testing
 
 /// `reseed init --from`'s library: a database → steps → a seed with the same rows, bit for bit.
@@ -177,6 +178,51 @@ import Testing
         #expect(error.code == .alreadyExists)
         #expect(error.path == project.directory.appending(existing).path)
         #expect(try project.names() == before)
+    }
+
+    /// Fails the first rename to `path`: the one that puts the new `reseed.json` in place, after the
+    /// new `Migrations/` went in (the rename that puts the old one back then succeeds).
+    final class FailingRename: FileSystemObserver {
+        let path: String
+        private let failed = Mutex(false)
+        init(path: String) { self.path = path }
+        func willPerform(_ action: FileAction) throws {
+            guard action.kind == .rename, action.path == path, !failed.withLock({ $0 }) else { return }
+            failed.withLock { $0 = true }
+            throw FileSystemFailure(operation: "rename", path: path, errno: .ioError)
+        }
+        func didPerform(_ action: FileAction) throws {}
+    }
+
+    @Test func forceThatFailsHalfwayPutsTheOldProjectBack() throws {
+        let project = try Project("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+        let migrations = project.directory.appending("Migrations")
+        try FileManager.default.createDirectory(at: migrations, withIntermediateDirectories: false)
+        try Data("CREATE TABLE old(a);\n".utf8).write(to: migrations.appendingPathComponent("0001_old.sql"))
+        try Data("{\"name\": \"mine\"}".utf8).write(to: project.directory.appending("reseed.json"))
+        let before = try project.names()
+        var importer = project.importer()
+        importer.force = true
+        importer.fileSystem = FileSystem(observer: FailingRename(path: project.directory.appending("reseed.json").path))
+        let error = try #require(throws: PackagingError.self) { try importer.run() }
+        #expect(error.errno == .ioError)
+        #expect(try project.names() == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: migrations.path) == ["0001_old.sql"])
+        #expect(try String(contentsOf: project.directory.appending("reseed.json"), encoding: .utf8) == "{\"name\": \"mine\"}")
+
+        importer.fileSystem = FileSystem()
+        let result = try importer.run()
+        #expect(result.steps.map(\.fileName) == ["0001_schema.sql", "0002_t.sql"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: migrations.path).sorted() == ["0001_schema.sql", "0002_t.sql"])
+        #expect(try project.names() == before)
+    }
+
+    @Test func createsAMissingDirectoryWithItsParents() throws {
+        let project = try Project("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
+        var importer = project.importer()
+        importer.directory = project.directory.appending("a/b/c")
+        _ = try importer.run()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: importer.directory.path).sorted() == ["Migrations", "reseed.json"])
     }
 
     @Test func refusesWhatIsNotADatabase() throws {

@@ -458,7 +458,7 @@ private let songsSchema = """
 
         let notFound = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: missing, new: good) }
         #expect(notFound?.path == missing.path)
-        #expect(notFound?.message == "file not found")
+        #expect(notFound?.message == "cannot open")
         #expect(notFound?.errno?.rawValue == ENOENT)
         let notADatabase = #expect(throws: PackagingError.self) { try SeedDiff.compare(old: good, new: text) }
         #expect(notADatabase?.path == text.path)
@@ -486,6 +486,6 @@ private let songsSchema = """
         guard case .failure(let isMissing) = fromMissing else { Issue.record("a missing file compared as a database"); return }
         #expect(isMissing.path == missing.path)
         #expect(isMissing.errno?.rawValue == ENOENT)
-        #expect(isMissing.description.hasSuffix("[errno \(ENOENT): No such file or directory]"))
+        #expect(isMissing.description == "\(missing.path): cannot open: no such file or directory; check the path")
     }
 }

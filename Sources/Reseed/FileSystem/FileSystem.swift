@@ -29,7 +29,10 @@ package protocol FileSystemObserver: Sendable {
 }
 
 /// A failed system call with the path it was made on.
-package struct FileSystemFailure: Error, Sendable {
+///
+/// It reads as a sentence (``description``): "/data/App.sqlite: cannot open: no such file or
+/// directory; check the path".
+package struct FileSystemFailure: Error, Sendable, CustomStringConvertible {
     package var operation: String
     package var path: String
     /// The system's error; nil when Reseed refused the file itself (see ``reason``).
@@ -44,8 +47,23 @@ package struct FileSystemFailure: Error, Sendable {
         self.reason = reason
     }
 
-    /// "open failed" or "open failed: not a regular file (a FIFO)".
-    package var summary: String { reason.map { "\(operation) failed: \($0)" } ?? "\(operation) failed" }
+    /// "cannot open" or "cannot open: not a regular file (a FIFO)": what failed, in a user's words.
+    package var summary: String {
+        let verb = Self.verbs[operation] ?? operation
+        return reason.map { "cannot \(verb): \($0)" } ?? "cannot \(verb)"
+    }
+
+    /// The user's words for each ``FileAction/Kind`` and the read-only calls' operations.
+    private static let verbs: [String: String] = [
+        FileAction.Kind.createDirectory.rawValue: "create the folder", FileAction.Kind.createFile.rawValue: "create the file",
+        FileAction.Kind.sync.rawValue: "flush to disk", FileAction.Kind.syncDirectory.rawValue: "flush the folder to disk",
+        FileAction.Kind.rename.rawValue: "move into place", "stat": "examine", "fstat": "examine",
+    ]
+
+    /// "path: cannot open: no such file or directory; check the path".
+    package var description: String {
+        ErrorSentence(location: path, what: summary, why: errno?.phrase, advice: errno?.advice).description
+    }
 }
 
 /// The file-system layer: every durability-critical action on the user's files goes through here.

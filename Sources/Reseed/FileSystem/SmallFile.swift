@@ -45,7 +45,7 @@ func readSmallFile(
 ) throws(ReseedError) -> [UInt8] {
     guard let bytes = try readSmallFileIfPresent(url, limit: limit, step: step, tooLarge: tooLarge) else {
         throw ReseedError(step == .readManifest ? .seedNotFound : .io, step: step, path: url.path, errno: .noSuchFileOrDirectory,
-                          message: "file not found")
+                          message: "cannot open")
     }
     return bytes
 }

@@ -79,8 +79,14 @@ extension Installation {
     /// Whether the copy's SHA-256 is checked: when ``verification`` asks, and always for a compressed seed.
     private var checksSHA256: Bool { verification == .checksum || seed.isCompressed }
 
-    private func verificationFailure(_ message: String) -> ReseedError {
-        ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, message: message)
+    /// The seed is refused: `message` says why, with SQLite's words or those of the error it `causedBy`.
+    private func verificationFailure(_ message: String, causedBy cause: (any Error)? = nil) -> ReseedError {
+        if let cause = cause as? DatabaseError {
+            return ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, databaseError: cause, message: message)
+        }
+        let detail = cause.map { ($0 as? ReseedError)?.message ?? plainDescription(of: $0) ?? systemErrno(of: $0)?.phrase ?? "it failed" }
+            .map { ": " + $0 } ?? ""
+        return ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, message: message + detail)
     }
 
     /// The O(1) checks of ``Verification/size``, and the SHA-256 of ``Verification/checksum``.
@@ -120,7 +126,7 @@ extension Installation {
         do {
             metadata = try SeedMetadata.read(path: directory.path(temporary))
         } catch {
-            throw verificationFailure("seed cannot be read as a database: \(error)")
+            throw verificationFailure("seed cannot be read as a database", causedBy: error)
         }
         guard let metadata else { throw verificationFailure("seed has no \(SeedMetadata.tableName) table") }
         guard metadata.name == manifest.name, metadata.version == manifest.version else {
@@ -150,7 +156,7 @@ extension Installation {
                 }
             }
         } catch {
-            throw verificationFailure("seed cannot be written as a database: \(error)")
+            throw verificationFailure("seed cannot be written as a database", causedBy: error)
         }
     }
 

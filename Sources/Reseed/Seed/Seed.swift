@@ -46,8 +46,9 @@ public struct Seed: Sendable, Hashable {
             let name = String(fileName.dropLast(seedSuffix.count))
             manifestURL = url.deletingLastPathComponent().appendingPathComponent(name + SeedManifest.fileSuffix, isDirectory: false)
             guard FileManager.default.fileExists(atPath: manifestURL.path) else {
-                throw ReseedError(.seedNotFound, step: .readManifest, path: url.path,
-                                  message: "this is a seed database; its manifest \(manifestURL.lastPathComponent) is not beside it")
+                throw ReseedError(.seedNotFound, step: .readManifest, path: url.path, message: StoreHeader.fileIsNotADatabase(url.path)
+                    ? "not a SQLite database (its first bytes are not the SQLite header), and no manifest \(manifestURL.lastPathComponent) is beside it"
+                    : "this is a seed database; its manifest \(manifestURL.lastPathComponent) is not beside it")
             }
         } else {
             manifestURL = url

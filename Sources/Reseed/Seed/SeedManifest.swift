@@ -116,6 +116,14 @@ extension SeedManifest {
         do {
             root = try JSONNode.parse(bytes, maxDepth: 16)
         } catch {
+            // Given something else than a manifest (a database, a text file), say what it is.
+            let advice = "give the seed's manifest (*\(fileSuffix)) or the folder that holds it"
+            if StoreHeader.hasMagic(bytes) {
+                throw ReseedError(.invalidManifest, step: .readManifest, path: path, message: "not a seed manifest but a SQLite database", advice: advice)
+            }
+            if !path.hasSuffix(fileSuffix) {
+                throw ReseedError(.invalidManifest, step: .readManifest, path: path, message: "not a seed manifest: not valid JSON (\(error))", advice: advice)
+            }
             throw ReseedError(.invalidManifest, step: .readManifest, path: path, message: "manifest is not valid JSON: \(error)")
         }
         var fields = ManifestFields(root: root, path: path)

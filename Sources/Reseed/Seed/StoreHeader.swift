@@ -20,6 +20,18 @@ package struct StoreHeader: Sendable, Equatable {
         bytes.count >= magic.count && bytes.prefix(magic.count).elementsEqual(magic)
     }
 
+    /// True when the regular file at `path` has bytes that do not start with the SQLite magic: it
+    /// is not a database (SQLite takes an empty file for an empty one). False when it cannot be read.
+    package static func fileIsNotADatabase(_ path: String) -> Bool {
+        do {
+            let file = try FileSystem.openRegularFile(path)
+            let bytes = try Syscalls.pread(file.raw, count: magic.count, at: 0)
+            return !bytes.isEmpty && !hasMagic(bytes)
+        } catch {
+            return false
+        }
+    }
+
     /// Decodes a header; nil when the bytes are not a SQLite 3 header.
     package init?(_ bytes: [UInt8]) {
         guard bytes.count >= Self.size, Self.hasMagic(bytes) else { return nil }

@@ -22,11 +22,17 @@ public struct ChannelPublicKey: Sendable, Hashable {
     /// - Throws: ``ReseedError`` ``ReseedError/Code/invalidArgument`` (step `readKey`) when the
     ///   text is not the base64 of 32 bytes.
     public init(base64: String) throws(ReseedError) {
-        let raw = try ChannelKeyFile.decode(base64, source: "the public key text")
+        try self.init(base64: base64, source: nil)
+    }
+
+    /// A key from its base64 text; `source`, the key file, is the path errors name.
+    private init(base64: String, source: String?) throws(ReseedError) {
+        let raw = try ChannelKeyFile.decode(base64, source: source)
         do {
             self.raw = try Curve25519.Signing.PublicKey(rawRepresentation: raw).rawRepresentation
         } catch {
-            throw ReseedError(.invalidArgument, step: .readKey, message: "not an Ed25519 public key: \(error)")
+            throw ReseedError(.invalidArgument, step: .readKey, path: source, message: "not an Ed25519 public key",
+                              advice: ChannelKeyFile.advice)
         }
     }
 
@@ -34,11 +40,7 @@ public struct ChannelPublicKey: Sendable, Hashable {
     ///
     /// - Throws: ``ReseedError`` (step `readKey`) naming the file.
     public init(contentsOf url: URL) throws(ReseedError) {
-        do {
-            try self.init(base64: try ChannelKeyFile.read(url))
-        } catch {
-            throw error.path == nil ? ReseedError(error.code, step: .readKey, path: url.path, message: error.message) : error
-        }
+        try self.init(base64: try ChannelKeyFile.read(url), source: url.path)
     }
 
     /// The key as one line of base64, as in a key file.
@@ -55,19 +57,23 @@ public struct ChannelPublicKey: Sendable, Hashable {
 package enum ChannelKeyFile {
     /// Key files are tiny; anything larger is not one.
     package static let maximumSize = 1024
+    /// What to do about a file that is not a key.
+    package static let advice = "give the file reseed keygen wrote"
 
     static func read(_ url: URL) throws(ReseedError) -> String {
         let bytes = try readSmallFile(url, limit: maximumSize, step: .readKey) { size in
-            ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "a key file is one short line; this one is \(size) bytes")
+            ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "not a key file: a key file is one short line; this one is \(size) bytes",
+                        advice: advice)
         }
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The 32 raw bytes of a key from its base64 line; `source` names the key in errors.
-    package static func decode(_ text: String, source: String) throws(ReseedError) -> Data {
+    /// The 32 raw bytes of a key from its base64 line; `source`, the key file, is the path errors name.
+    package static func decode(_ text: String, source: String?) throws(ReseedError) -> Data {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let raw = Data(base64Encoded: trimmed), raw.count == 32 else {
-            throw ReseedError(.invalidArgument, step: .readKey, path: source, message: "expected one line of base64 of a 32-byte Ed25519 key")
+            throw ReseedError(.invalidArgument, step: .readKey, path: source,
+                              message: "not a key: expected one line of base64 of a 32-byte Ed25519 key", advice: advice)
         }
         return raw
     }

@@ -102,7 +102,7 @@ final class CurlExchange: Sendable {
             return code
         }
         let written = errorText.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        let detail = written.isEmpty ? String(cString: reseed_curl_strerror(code)) : String(decoding: written, as: UTF8.self)
+        let detail = inSentence(written.isEmpty ? String(cString: reseed_curl_strerror(code)) : String(decoding: written, as: UTF8.self))
         return outcome(code, detail: detail)
     }
 

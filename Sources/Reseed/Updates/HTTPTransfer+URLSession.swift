@@ -144,9 +144,9 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         case NSURLErrorCancelled:
             "cancelled"
         case NSURLErrorCannotConnectToHost, NSURLErrorCannotFindHost, NSURLErrorNotConnectedToInternet, NSURLErrorDNSLookupFailed:
-            "cannot connect: \(error.localizedDescription)"
+            "cannot connect: \(inSentence(error.localizedDescription))"
         default:
-            answered ? "the connection broke: \(error.localizedDescription)" : "the request failed: \(error.localizedDescription)"
+            answered ? "the connection broke: \(inSentence(error.localizedDescription))" : "the request failed: \(inSentence(error.localizedDescription))"
         }
         return ReseedError(.download, step: step, url: url, message: message)
     }

@@ -69,7 +69,9 @@ enum UserStoreSchema {
             let after = (try? pool.read { try migrator.appliedIdentifiers($0) }) ?? before
             let failed = migrator.migrations.first { !after.contains($0) } ?? "?"
             var wrapped = ReseedError.wrapping(error, step: .migrateUserStore, path: path)
-            wrapped.message = "the app's migration '\(failed)' failed (\(error)); it was rolled back, the migrations before it stay applied"
+            // SQLite's words (or the system's) follow the message; any other error's, it says itself.
+            let cause = wrapped.databaseError == nil && wrapped.errno == nil ? ": " + wrapped.message : ""
+            wrapped.message = "the app's migration '\(failed)' failed and was rolled back (the migrations before it stay applied)" + cause
             throw wrapped
         }
         return migrator.migrations.filter { !before.contains($0) }

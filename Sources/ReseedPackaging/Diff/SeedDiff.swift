@@ -239,7 +239,7 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         do {
             status = try FilePath(path).stat()
         } catch {
-            throw PackagingError(.io, path: path, message: error == .noSuchFileOrDirectory ? "file not found" : "cannot read the file", errno: error)
+            throw PackagingError(.io, path: path, message: error == .noSuchFileOrDirectory ? "cannot open" : "cannot read the file", errno: error)
         }
         guard status.type != .directory else {
             throw PackagingError(.io, path: path, message: "is a directory, not a database file", errno: .isDirectory)

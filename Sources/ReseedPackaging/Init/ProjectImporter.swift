@@ -28,8 +28,10 @@ import SystemPackage
 /// them). Reseed's own tables are left out of a database that is a seed. Not carried: page size
 /// and other storage settings, and what ``Result/notCarried`` lists.
 ///
-/// Everything is written in a temp folder inside `directory`, then renamed into place: a failure
-/// leaves `directory` as it was.
+/// `directory` is created, with its missing parents, when it does not exist. Everything is written
+/// in a temp folder inside it, then renamed into place: a failure leaves `directory` as it was.
+/// An existing `reseed.json` or `Migrations/` is refused, or with ``force`` replaced: moved aside
+/// only once the new project is complete, and moved back when putting the new one in place fails.
 ///
 /// ```swift
 /// let result = try ProjectImporter(source: URL(fileURLWithPath: "App.sqlite"),
@@ -37,11 +39,18 @@ import SystemPackage
 /// print(result.steps.map(\.fileName))   // ["0001_schema.sql", "0002_category.csv", …]
 /// ```
 public struct ProjectImporter: Sendable {
+    /// The database to start from.
     public var source: URL
-    /// Where `reseed.json` and `Migrations/` are written; it must exist.
+    /// Where `reseed.json` and `Migrations/` are written; created with its parents when missing.
     public var directory: URL
+    /// The seed (store) name `reseed.json` records.
     public var name: String
+    /// The seed version `reseed.json` records.
     public var version: String
+    /// Replaces an existing `reseed.json` and `Migrations/` instead of refusing them. Default: false.
+    public var force = false
+    /// The file-system layer every folder creation and rename goes through (tests observe it).
+    var fileSystem = FileSystem()
 
     /// The name of the folder of steps, and `reseed.json`'s `migrations` and `output` values.
     public static let migrationsFolder = "Migrations"
@@ -75,7 +84,7 @@ public struct ProjectImporter: Sendable {
     /// Reads the source database and writes the project.
     ///
     /// - Throws: ``PackagingError``: ``PackagingError/Code/alreadyExists`` naming `reseed.json` or
-    ///   `Migrations/` when either is there; ``PackagingError/Code/notImportable`` naming what cannot
+    ///   `Migrations/` when either is there and ``force`` is false; ``PackagingError/Code/notImportable`` naming what cannot
     ///   be carried; `invalidArgument` for a bad name or version, or a source that is not a
     ///   regular file holding a SQLite database.
     public func run() throws(PackagingError) -> Result {
@@ -85,25 +94,16 @@ public struct ProjectImporter: Sendable {
         if let problem = SeedManifest.versionProblem(version) {
             throw PackagingError(.invalidArgument, message: "seed version: \(problem)")
         }
-        let folder = try packaging(path: directory.path) { try FileSystem().openDirectory(directory, create: false) }
-        try refuseExisting(in: folder)
         try checkSource()
+        let folder = try packaging(path: directory.path) { try fileSystem.openDirectory(directory, create: true) }
+        if !force { try refuseExisting(in: folder) }
         let temporary = ".reseed-init-" + UUID().uuidString
         try packaging(path: folder.path(temporary)) { try Syscalls.mkdirat(folder.fd, temporary, FilePermissions(rawValue: 0o755)) }
         defer { try? FileManager.default.removeItem(atPath: folder.path(temporary)) }
-        let work = try packaging(path: folder.path(temporary)) { try FileSystem().openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
+        let work = try packaging(path: folder.path(temporary)) { try fileSystem.openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
         let (steps, schema) = try writeSteps(into: work)
         try writeConfiguration(into: work, header: (schema.userVersion, schema.applicationID))
-        try packaging(path: directory.path) {
-            try work.move(Self.migrationsFolder, to: folder, as: Self.migrationsFolder)
-            do {
-                try work.move(Self.configurationFile, to: folder, as: Self.configurationFile)
-            } catch {
-                try? folder.move(Self.migrationsFolder, to: work, as: Self.migrationsFolder)
-                throw error
-            }
-            try folder.sync()
-        }
+        try packaging(path: directory.path) { try place(from: work, into: folder) }
         return Result(
             configurationURL: directory.appendingPathComponent(Self.configurationFile),
             migrationsURL: directory.appendingPathComponent(Self.migrationsFolder), steps: steps, notCarried: schema.notCarried)
@@ -113,8 +113,31 @@ public struct ProjectImporter: Sendable {
         for name in [Self.configurationFile, Self.migrationsFolder] {
             let status = try packaging(path: folder.path(name)) { try folder.status(name) }
             if status != nil {
-                throw PackagingError(.alreadyExists, path: folder.path(name), message: "already exists: reseed init writes a new project and never overwrites one")
+                throw PackagingError(.alreadyExists, path: folder.path(name), message: "already exists, and reseed init replaces a project only when forced",
+                                     advice: "pass --force to replace it")
             }
+        }
+    }
+
+    /// Moves the new `Migrations/` and `reseed.json` from `work` into `folder`, with ``force`` the
+    /// old ones into `work` first; when a move fails, the moves done are undone in reverse order, so
+    /// `folder` holds what it held before (and `work`, removed by the caller, the new project).
+    private func place(from work: Directory, into folder: Directory) throws {
+        var undo: [() throws -> Void] = []
+        do {
+            for name in [Self.migrationsFolder, Self.configurationFile] {
+                if force, try folder.status(name) != nil {
+                    let aside = "previous-" + name
+                    try folder.move(name, to: work, as: aside)
+                    undo.append { try work.move(aside, to: folder, as: name) }
+                }
+                try work.move(name, to: folder, as: name)
+                undo.append { try folder.move(name, to: work, as: name) }
+            }
+            try folder.sync()
+        } catch {
+            for step in undo.reversed() { try? step() }
+            throw error
         }
     }
 
@@ -125,11 +148,11 @@ public struct ProjectImporter: Sendable {
         do {
             let file = try FileSystem.openRegularFile(path)
             let header = try Syscalls.pread(file.raw, count: 16, at: 0)
-            guard header == Array("SQLite format 3\0".utf8) else {
+            guard StoreHeader.hasMagic(header) else {
                 throw PackagingError(.invalidArgument, path: path, message: "not a SQLite database (its first bytes are not the SQLite header)")
             }
         } catch let failure as FileSystemFailure {
-            throw PackagingError(.invalidArgument, path: path, message: "cannot read the database: \(failure.reason ?? failure.summary)", errno: failure.errno)
+            throw PackagingError(.invalidArgument, path: path, message: "cannot read the database" + (failure.reason.map { ": " + $0 } ?? ""), errno: failure.errno)
         } catch let error as Errno {
             throw PackagingError(.io, path: path, message: "cannot read the database", errno: error)
         } catch {
@@ -146,7 +169,7 @@ public struct ProjectImporter: Sendable {
         defer { try? queue.close() }
         let migrations = try packaging(path: work.path(Self.migrationsFolder)) {
             try Syscalls.mkdirat(work.fd, Self.migrationsFolder, FilePermissions(rawValue: 0o755))
-            return try FileSystem().openDirectory(work.url.appendingPathComponent(Self.migrationsFolder), create: false)
+            return try fileSystem.openDirectory(work.url.appendingPathComponent(Self.migrationsFolder), create: false)
         }
         return try packaging(path: path) {
             // One read transaction: the steps see one state of the database.

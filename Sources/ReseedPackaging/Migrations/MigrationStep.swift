@@ -93,8 +93,7 @@ public struct MigrationStep: Sendable, Hashable {
             normalizer.finish { hasher.update(bufferPointer: $0) }
             return lowercaseHex(hasher.finalize())
         } catch {
-            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)",
-                                 errno: PackagingError.systemErrno(of: error))
+            throw PackagingError.io("cannot read the step", path: url.path, error: error)
         }
     }
 
@@ -103,8 +102,7 @@ public struct MigrationStep: Sendable, Hashable {
         do {
             return try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
-            throw PackagingError(.io, path: url.path, message: "cannot read the step: \(error.localizedDescription)",
-                                 errno: PackagingError.systemErrno(of: error))
+            throw PackagingError.io("cannot read the step", path: url.path, error: error)
         }
     }
 }

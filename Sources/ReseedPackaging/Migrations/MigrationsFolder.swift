@@ -27,8 +27,7 @@ public struct MigrationsFolder: Sendable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: url.path)
         } catch {
-            throw PackagingError(.io, path: url.path, message: "cannot read the migrations folder: \(error.localizedDescription)",
-                                 errno: PackagingError.systemErrno(of: error))
+            throw PackagingError.io("cannot read the migrations folder", path: url.path, error: error)
         }
         var steps: [MigrationStep] = []
         var byNumber: [Int: String] = [:]

@@ -40,7 +40,8 @@ public struct ChannelPrivateKey: Sendable {
         do {
             self.init(try Curve25519.Signing.PrivateKey(rawRepresentation: raw))
         } catch {
-            throw ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "not an Ed25519 private key: \(error)")
+            throw ReseedError(.invalidArgument, step: .readKey, path: url.path, message: "not an Ed25519 private key",
+                              advice: ChannelKeyFile.advice)
         }
     }
 
@@ -51,7 +52,7 @@ public struct ChannelPrivateKey: Sendable {
         do {
             return try Curve25519.Signing.PrivateKey(rawRepresentation: raw).signature(for: message)
         } catch {
-            throw ReseedError(.invalidArgument, step: .publish, message: "cannot sign: \(error)")
+            throw ReseedError(.invalidArgument, step: .publish, message: "the signing library cannot sign with this key")
         }
     }
 
@@ -91,31 +92,33 @@ extension ChannelKeyFile {
             // O_NONBLOCK: a FIFO must not block the open; it is refused below.
             file = OwnedDescriptor(adopting: try Syscalls.openat(Syscalls.currentDirectory, path, .readOnly, .nonBlocking))
         } catch {
-            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: error == .noSuchFileOrDirectory ? "file not found" : "cannot open")
+            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot open the private key")
         }
         let fd = file.raw
         let info: FileStatus
         do {
             info = try Syscalls.fstat(fd)
         } catch {
-            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot stat")
+            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot examine the private key")
         }
         guard info.kind == .regular else {
-            throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "the private key is not a regular file")
+            throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "the private key is not a regular file", advice: ChannelKeyFile.advice)
         }
         let permissions = info.permissions.rawValue & 0o777
         guard permissions & 0o077 == 0 else {
             throw ReseedError(.invalidArgument, step: .readKey, path: path, message:
-                "the private key file's mode is \(String(permissions, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs; make it private with: chmod 600 '\(path)'")
+                "the private key file's mode is \(String(permissions, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs",
+                advice: "make it private with: chmod 600 '\(path)'")
         }
         let bytes: [UInt8]
         do {
             bytes = try Syscalls.pread(fd, count: maximumSize + 1, at: 0)
         } catch {
-            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot read")
+            throw ReseedError(.io, step: .readKey, path: path, errno: error, message: "cannot read the private key")
         }
         guard bytes.count <= maximumSize else {
-            throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "a key file is one short line; this one is over \(maximumSize) bytes")
+            throw ReseedError(.invalidArgument, step: .readKey, path: path, message: "not a key file: a key file is one short line; this one is over \(maximumSize) bytes",
+                              advice: ChannelKeyFile.advice)
         }
         return String(decoding: bytes, as: UTF8.self)
     }
