@@ -21,28 +21,32 @@ import Testing
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// A database named `name` in the sandbox's folder, written by `sql` outside any transaction.
+    static func database(_ sandbox: MigrationsSandbox, _ name: String, _ sql: String) throws -> URL {
+        let url = sandbox.directory.appending(name)
+        let queue = try DatabaseQueue(path: url.path)
+        try queue.writeWithoutTransaction { try $0.execute(sql: sql) }
+        try queue.close()
+        return url
+    }
+
     @Test func aDumpBuildsTheSameRows() throws {
         let sandbox = try MigrationsSandbox()
-        let source = sandbox.directory.appending("existing.sqlite")
-        let queue = try DatabaseQueue(path: source.path)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: """
-                PRAGMA foreign_keys = OFF;
-                CREATE TABLE category(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, icon BLOB);
-                CREATE TABLE item(id INTEGER PRIMARY KEY, category_id INTEGER REFERENCES category(id), weight REAL);
-                CREATE TABLE tree(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES tree(id));
-                CREATE TABLE tag(name TEXT PRIMARY KEY, uses INTEGER) WITHOUT ROWID;
-                CREATE INDEX item_category ON item(category_id);
-                CREATE VIEW heavy AS SELECT * FROM item WHERE weight > 1;
-                CREATE TRIGGER item_added AFTER INSERT ON item BEGIN UPDATE category SET name = name || '+' WHERE id = new.category_id; END;
-                INSERT INTO category(name, icon) VALUES ('first', X'00FF'), ('sec''ond', X''), ('gone', NULL);
-                DELETE FROM category WHERE name = 'gone';
-                INSERT INTO item VALUES (1, 1, 2.5), (2, 2, 0.5), (3, 1, NULL);
-                INSERT INTO tree VALUES (1, 3), (2, 1), (3, NULL);
-                INSERT INTO tag VALUES ('a', 1), ('b', 2);
-                """)
-        }
-        try queue.close()
+        let source = try Self.database(sandbox, "existing.sqlite", """
+            PRAGMA foreign_keys = OFF;
+            CREATE TABLE category(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT, icon BLOB);
+            CREATE TABLE item(id INTEGER PRIMARY KEY, category_id INTEGER REFERENCES category(id), weight REAL);
+            CREATE TABLE tree(id INTEGER PRIMARY KEY, parent INTEGER REFERENCES tree(id));
+            CREATE TABLE tag(name TEXT PRIMARY KEY, uses INTEGER) WITHOUT ROWID;
+            CREATE INDEX item_category ON item(category_id);
+            CREATE VIEW heavy AS SELECT * FROM item WHERE weight > 1;
+            CREATE TRIGGER item_added AFTER INSERT ON item BEGIN UPDATE category SET name = name || '+' WHERE id = new.category_id; END;
+            INSERT INTO category(name, icon) VALUES ('first', X'00FF'), ('sec''ond', X''), ('gone', NULL);
+            DELETE FROM category WHERE name = 'gone';
+            INSERT INTO item VALUES (1, 1, 2.5), (2, 2, 0.5), (3, 1, NULL);
+            INSERT INTO tree VALUES (1, 3), (2, 1), (3, NULL);
+            INSERT INTO tag VALUES ('a', 1), ('b', 2);
+            """)
         let dump = try Self.dump(source)
         #expect(dump.hasPrefix("PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\n"))
         #expect(dump.contains("INSERT INTO sqlite_sequence VALUES('category',3);"))
@@ -59,28 +63,23 @@ import Testing
     /// (which name `Artist`) before `Artist` exists. Foreign keys are unenforced while a step runs.
     @Test func aDumpThatWritesChildrenBeforeTheirParentsBuilds() throws {
         let sandbox = try MigrationsSandbox()
-        let source = sandbox.directory.appending("chinook.sqlite")
-        let queue = try DatabaseQueue(path: source.path)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: """
-                PRAGMA foreign_keys = OFF;
-                CREATE TABLE [Album] ([AlbumId] INTEGER NOT NULL, [Title] NVARCHAR(160) NOT NULL, [ArtistId] INTEGER NOT NULL,
-                  CONSTRAINT [PK_Album] PRIMARY KEY ([AlbumId]),
-                  FOREIGN KEY ([ArtistId]) REFERENCES [Artist] ([ArtistId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
-                CREATE TABLE [Artist] ([ArtistId] INTEGER NOT NULL, [Name] NVARCHAR(120), CONSTRAINT [PK_Artist] PRIMARY KEY ([ArtistId]));
-                CREATE TABLE [Track] ([TrackId] INTEGER NOT NULL, [Name] NVARCHAR(200) NOT NULL, [AlbumId] INTEGER,
-                  [Milliseconds] INTEGER NOT NULL, [UnitPrice] NUMERIC(10,2) NOT NULL, CONSTRAINT [PK_Track] PRIMARY KEY ([TrackId]),
-                  FOREIGN KEY ([AlbumId]) REFERENCES [Album] ([AlbumId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
-                CREATE INDEX [IFK_AlbumArtistId] ON [Album] ([ArtistId]);
-                CREATE INDEX [IFK_TrackAlbumId] ON [Track] ([AlbumId]);
-                INSERT INTO [Artist] VALUES (1, 'AC/DC'), (2, 'Accept'), (3, 'Aerosmith');
-                INSERT INTO [Album] VALUES (1, 'For Those About To Rock We Salute You', 1), (2, 'Balls to the Wall', 2), (3, 'Restless and Wild', 2);
-                INSERT INTO [Track] VALUES (1, 'For Those About To Rock (We Salute You)', 1, 343719, 0.99), (2, 'Balls to the Wall', 2, 342562, 0.99),
-                  (3, 'Fast As a Shark', 3, 230619, 0.99);
-                PRAGMA user_version = 7;
-                """)
-        }
-        try queue.close()
+        let source = try Self.database(sandbox, "chinook.sqlite", """
+            PRAGMA foreign_keys = OFF;
+            CREATE TABLE [Album] ([AlbumId] INTEGER NOT NULL, [Title] NVARCHAR(160) NOT NULL, [ArtistId] INTEGER NOT NULL,
+              CONSTRAINT [PK_Album] PRIMARY KEY ([AlbumId]),
+              FOREIGN KEY ([ArtistId]) REFERENCES [Artist] ([ArtistId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
+            CREATE TABLE [Artist] ([ArtistId] INTEGER NOT NULL, [Name] NVARCHAR(120), CONSTRAINT [PK_Artist] PRIMARY KEY ([ArtistId]));
+            CREATE TABLE [Track] ([TrackId] INTEGER NOT NULL, [Name] NVARCHAR(200) NOT NULL, [AlbumId] INTEGER,
+              [Milliseconds] INTEGER NOT NULL, [UnitPrice] NUMERIC(10,2) NOT NULL, CONSTRAINT [PK_Track] PRIMARY KEY ([TrackId]),
+              FOREIGN KEY ([AlbumId]) REFERENCES [Album] ([AlbumId]) ON DELETE NO ACTION ON UPDATE NO ACTION);
+            CREATE INDEX [IFK_AlbumArtistId] ON [Album] ([ArtistId]);
+            CREATE INDEX [IFK_TrackAlbumId] ON [Track] ([AlbumId]);
+            INSERT INTO [Artist] VALUES (1, 'AC/DC'), (2, 'Accept'), (3, 'Aerosmith');
+            INSERT INTO [Album] VALUES (1, 'For Those About To Rock We Salute You', 1), (2, 'Balls to the Wall', 2), (3, 'Restless and Wild', 2);
+            INSERT INTO [Track] VALUES (1, 'For Those About To Rock (We Salute You)', 1, 343719, 0.99), (2, 'Balls to the Wall', 2, 342562, 0.99),
+              (3, 'Fast As a Shark', 3, 230619, 0.99);
+            PRAGMA user_version = 7;
+            """)
         let dump = try Self.dump(source)
         let albumRows = try #require(dump.range(of: "INSERT INTO Album VALUES"))
         let artistTable = try #require(dump.range(of: "CREATE TABLE [Artist]"))
@@ -100,21 +99,16 @@ import Testing
     /// and the later steps see the virtual table.
     @Test func aDumpWithFullTextSearchAnRTreeAndStatisticsBuilds() throws {
         let sandbox = try MigrationsSandbox()
-        let source = sandbox.directory.appending("search.sqlite")
-        let queue = try DatabaseQueue(path: source.path)
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: """
-                CREATE TABLE page(id INTEGER PRIMARY KEY, title TEXT, body TEXT);
-                CREATE VIRTUAL TABLE page_fts USING fts5(title, body, content = 'page', content_rowid = 'id');
-                CREATE VIRTUAL TABLE area USING rtree(id, x0, x1, y0, y1);
-                INSERT INTO page VALUES (1, 'Install', 'how to install the app'), (2, 'Update', 'updates arrive by themselves');
-                INSERT INTO page_fts(page_fts) VALUES ('rebuild');
-                INSERT INTO area VALUES (1, 0, 1, 0, 1);
-                CREATE INDEX page_title ON page(title);
-                ANALYZE;
-                """)
-        }
-        try queue.close()
+        let source = try Self.database(sandbox, "search.sqlite", """
+            CREATE TABLE page(id INTEGER PRIMARY KEY, title TEXT, body TEXT);
+            CREATE VIRTUAL TABLE page_fts USING fts5(title, body, content = 'page', content_rowid = 'id');
+            CREATE VIRTUAL TABLE area USING rtree(id, x0, x1, y0, y1);
+            INSERT INTO page VALUES (1, 'Install', 'how to install the app'), (2, 'Update', 'updates arrive by themselves');
+            INSERT INTO page_fts(page_fts) VALUES ('rebuild');
+            INSERT INTO area VALUES (1, 0, 1, 0, 1);
+            CREATE INDEX page_title ON page(title);
+            ANALYZE;
+            """)
         let dump = try Self.dump(source)
         #expect(dump.contains("PRAGMA writable_schema=ON;\nINSERT INTO sqlite_schema("))
         #expect(dump.contains("ANALYZE sqlite_schema;"))
