@@ -151,6 +151,9 @@ import Testing
         ("PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\nCREATE TABLE t(a);\nROLLBACK; -- due to errors\n", 2, "BEGIN"),
         ("CREATE TABLE t(a);\n  commit ;\n", 2, "COMMIT"),
         ("CREATE TABLE t(a);\nEND TRANSACTION;\n", 2, "END"),
+        // Inside a whole wrapper, the statement itself is named (the wrapper shows only at the file's end).
+        ("BEGIN TRANSACTION;\nCREATE TABLE t(a);\nBEGIN;\nINSERT INTO t VALUES(1);\nCOMMIT;\n", 3, "BEGIN"),
+        ("BEGIN TRANSACTION;\nCREATE TABLE t(a);\nCOMMIT;\nCOMMIT;\n", 3, "COMMIT"),
     ])
     func anyOtherTransactionStatementNamesTheFileAndLine(sql: String, line: Int, keyword: String) throws {
         let sandbox = try MigrationsSandbox(["0001_data.sql": sql])

@@ -25,6 +25,44 @@ import Testing
         #expect(sandbox.outputFiles().isEmpty)
     }
 
+    /// A `.sql` step is read a chunk at a time: a statement that never ends within SQLite's length
+    /// limit fails naming its line, without reading the rest of the file into memory.
+    @Test func sqlStatementLongerThanSQLitesLimitNamesItsLine() throws {
+        let sandbox = try MigrationsSandbox([
+            "0001_schema.sql": itemSchema,
+            "0002_rows.sql": "INSERT INTO item(id, name) VALUES (1, 'a');\n\nINSERT INTO item(id, name) VALUES (2, '\(String(repeating: "z", count: 3 << 20))');\n",
+        ])
+        let error = try #require(buildError(sandbox, limits: .init(sqliteLength: 1_000)))
+        #expect(error.code == .sqlFailed)
+        #expect(error.line == 3)
+        #expect(error.message.hasPrefix("a statement longer than 1000 bytes, which SQLite does not run"))
+        #expect(sandbox.outputFiles().isEmpty)
+    }
+
+    /// Statements and CRLF line ends that straddle the 1 MiB chunks a `.sql` step is read in: every
+    /// row arrives, and a failing statement near the end is named at its line.
+    @Test func sqlStepReadInChunksKeepsStatementsAndLines() throws {
+        let rows = 40_000
+        var sql = "-- rows; with a semicolon in a comment\r\n"
+        for id in 1...rows {
+            sql += "INSERT INTO item(id, name, note) VALUES (\(id), 'name;\(id)', 'line one\r\nline two');\r\n"
+        }
+        #expect(sql.utf8.count > 3 * SQLScript.chunkSize)
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_rows.sql": sql])
+        let result = try sandbox.build()
+        let (count, note) = try sandbox.read(result) { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM item WHERE name = 'name;' || id"),
+             try String.fetchOne(db, sql: "SELECT note FROM item WHERE id = \(rows)"))
+        }
+        #expect(count == rows)
+        #expect(note == "line one\nline two")
+
+        let failing = try MigrationsSandbox(["0001_schema.sql": itemSchema, "0002_rows.sql": sql + "INSERT INTO nowhere VALUES (1);\r\n"])
+        let error = try #require(buildError(failing))
+        #expect(error.line == 2 * rows + 2)
+        #expect(error.message.contains("no such table: nowhere"))
+    }
+
     /// The same value in a group of 32 rows (one multi-row INSERT) is found at its own line.
     @Test func csvValueLongerThanSQLitesLimitInsideAGroupNamesItsLine() throws {
         let csv = "id,name\n" + (1...100).map { "\($0),\($0 == 40 ? String(repeating: "y", count: 1_500) : "n")\n" }.joined()

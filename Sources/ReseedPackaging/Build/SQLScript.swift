@@ -1,13 +1,14 @@
+import Foundation
 import GRDB
 import GRDBSQLite
 
-/// A `.sql` step cut into statements, each with the line it starts on.
+/// A `.sql` step read a chunk at a time and cut into statements, each with the line it starts on.
 ///
-/// Statement ends are found with `sqlite3_complete()`, SQLite's own test
-/// for "this text is one or more whole statements", so semicolons inside
-/// strings, comments and `CREATE TRIGGER … BEGIN … END` bodies are handled
-/// as SQLite handles them. The builder hands it the step as ``MigrationStep/normalized(_:)``
-/// gives it (BOM removed, line ends LF).
+/// Statement ends are found with `sqlite3_complete()`, SQLite's own test for "this text is one or
+/// more whole statements", so semicolons inside strings, comments and `CREATE TRIGGER … BEGIN … END`
+/// bodies are handled as SQLite handles them. The text is normalised as ``MigrationStep/checksum(of:)``
+/// reads it (BOM removed, line ends LF). Memory holds one statement and one chunk, never the file:
+/// a `sqlite3 .dump` of a large database is one statement per row.
 struct SQLScript {
     struct Statement {
         var sql: String
@@ -15,27 +16,127 @@ struct SQLScript {
         var line: Int
     }
 
-    var statements: [Statement] = []
+    /// The bytes read at a time.
+    static let chunkSize = 1 << 20
 
-    init(_ body: [UInt8]) {
-        let lines = LineIndex(body)
-        var start = 0
-        var candidate: [CChar] = []
-        for index in body.indices where body[index] == UInt8(ascii: ";") {
-            candidate.removeAll(keepingCapacity: true)
-            candidate.append(contentsOf: body[start...index].map { CChar(bitPattern: $0) })
-            candidate.append(0)
-            if sqlite3_complete(candidate) != 0 {
-                append(body, start..<index + 1, lines)
-                start = index + 1
-            }
+    private let file: FileHandle
+    private let path: String
+    /// The longest statement: SQLite's `SQLITE_LIMIT_LENGTH` on the build's connection.
+    private let maxStatementBytes: Int
+    private var normalizer = LineEndNormalizer()
+    /// Normalised bytes; those before `start` were handed out already.
+    private var buffer: [UInt8] = []
+    private var start = 0
+    /// How far from `start` the semicolons were tried already.
+    private var scanned = 0
+    /// The line `buffer[start]` is on.
+    private var line = 1
+    private var atEnd = false
+
+    /// Opens the step at `url`.
+    ///
+    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be opened.
+    init(url: URL, maxStatementBytes: Int) throws(PackagingError) {
+        path = url.path
+        self.maxStatementBytes = maxStatementBytes
+        do {
+            file = try FileHandle(forReadingFrom: url)
+        } catch {
+            throw PackagingError.io("cannot read the step", path: url.path, error: error)
         }
-        append(body, start..<body.count, lines)
     }
 
-    private mutating func append(_ bytes: [UInt8], _ range: Range<Int>, _ lines: LineIndex) {
-        guard let first = Self.firstToken(bytes, range) else { return }
-        statements.append(Statement(sql: String(decoding: bytes[first..<range.upperBound], as: UTF8.self), line: lines.line(at: first)))
+    /// The next statement; nil at the end of the file.
+    ///
+    /// - Throws: ``PackagingError/Code/io`` when the file cannot be read, ``PackagingError/Code/sqlFailed``
+    ///   naming the line of a statement longer than SQLite runs.
+    mutating func next() throws(PackagingError) -> Statement? {
+        while true {
+            if let end = completeStatementEnd() {
+                let range = start..<end
+                let first = Self.firstToken(buffer, range)
+                let statement = first.map { Statement(sql: String(decoding: buffer[$0..<end], as: UTF8.self), line: line + newlines(start..<$0)) }
+                line += newlines(range)
+                start = end
+                scanned = 0
+                if start >= Self.chunkSize && start * 2 >= buffer.count {
+                    buffer.removeFirst(start)
+                    start = 0
+                }
+                if let statement { return statement }
+                continue
+            }
+            if atEnd {
+                // A last statement without its semicolon runs as it is (SQLite reports what is wrong with it).
+                let range = start..<buffer.count
+                let first = Self.firstToken(buffer, range)
+                let statement = first.map { Statement(sql: String(decoding: buffer[$0..<range.upperBound], as: UTF8.self), line: line + newlines(start..<$0)) }
+                line += newlines(range)
+                start = buffer.count
+                return statement
+            }
+            if buffer.count - start > maxStatementBytes {
+                let first = Self.firstToken(buffer, start..<buffer.count) ?? start
+                throw PackagingError(.sqlFailed, path: path, line: line + newlines(start..<first), message: """
+                    a statement longer than \(maxStatementBytes) bytes, which SQLite does not run: split it, \
+                    or load its values from a CSV or JSON step
+                    """)
+            }
+            try read()
+        }
+    }
+
+    /// The end (after its `;`) of the first whole statement from `start`; nil when the buffer has none.
+    private mutating func completeStatementEnd() -> Int? {
+        var candidate: [CChar] = []
+        while start + scanned < buffer.count {
+            let from = start + scanned
+            let found: Int? = buffer.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress, let hit = memchr(base + from, Int32(UInt8(ascii: ";")), bytes.count - from) else { return nil }
+                return base.distance(to: UnsafeRawPointer(hit))
+            }
+            guard let semicolon = found else {
+                scanned = buffer.count - start
+                return nil
+            }
+            scanned = semicolon + 1 - start
+            candidate.removeAll(keepingCapacity: true)
+            candidate.append(contentsOf: buffer[start...semicolon].map { CChar(bitPattern: $0) })
+            candidate.append(0)
+            if sqlite3_complete(candidate) != 0 { return semicolon + 1 }
+        }
+        return nil
+    }
+
+    /// Reads the next chunk into the buffer, normalised; at the end of the file, what the normaliser still holds.
+    private mutating func read() throws(PackagingError) {
+        let chunk: Data?
+        do {
+            chunk = try file.read(upToCount: Self.chunkSize)
+        } catch {
+            throw PackagingError.io("cannot read the step", path: path, error: error)
+        }
+        if let chunk, !chunk.isEmpty {
+            chunk.withUnsafeBytes { normalizer.feed($0) { buffer.append(contentsOf: $0) } }
+        } else {
+            normalizer.finish { buffer.append(contentsOf: $0) }
+            atEnd = true
+            try? file.close()
+        }
+    }
+
+    /// The line ends in `range` of the buffer.
+    private func newlines(_ range: Range<Int>) -> Int {
+        buffer.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else { return 0 }
+            var count = 0
+            var offset = range.lowerBound
+            while offset < range.upperBound, let hit = memchr(base + offset, 0x0A, range.upperBound - offset) {
+                count += 1
+                offset = base.distance(to: UnsafeRawPointer(hit)) + 1
+            }
+            return count
+        }
     }
 
     /// The offset of the first byte that is neither whitespace nor inside a comment; nil when there is none.
@@ -62,44 +163,78 @@ struct SQLScript {
 }
 
 extension SQLScript {
-    /// The statements a step runs, and whether they write the schema table directly.
-    struct Runnable {
-        var statements: ArraySlice<Statement>
-        /// A statement sets `PRAGMA writable_schema`: `.dump` writes a virtual table as a row of
-        /// `sqlite_schema` (its shadow tables follow as ordinary tables), which the connection sees
-        /// only once its schema is read again (see `SeedBuilder`).
-        var writesSchema: Bool
-    }
-
-    /// The statements to run, without the wrapper `sqlite3`'s `.dump` writes around its output.
+    /// Runs every statement of the step through `execute`, without the wrapper `sqlite3`'s `.dump`
+    /// writes around its output; returns whether a statement set `PRAGMA writable_schema` (`.dump`
+    /// writes a virtual table as a row of `sqlite_schema`, which the connection sees only once its
+    /// schema is read again: see `SeedBuilder`).
     ///
     /// The wrapper is recognised only where `.dump` puts it: an optional `PRAGMA foreign_keys=OFF;`
     /// then `BEGIN TRANSACTION;` as the first statements, and `COMMIT;` as the last (letter case and
     /// spaces aside). Everything between runs as written: `DELETE FROM sqlite_sequence;` and
     /// `INSERT INTO sqlite_sequence …`, `ANALYZE sqlite_schema;` and `INSERT INTO sqlite_stat1 …`, and
-    /// the `PRAGMA writable_schema=ON;` … `INSERT INTO sqlite_schema …` of a virtual table. Any other `BEGIN`, `COMMIT`, `END` or `ROLLBACK`
-    /// (but `ROLLBACK TO` a savepoint) is an error naming the file and line: a step runs inside
-    /// the build's own transaction.
+    /// the `PRAGMA writable_schema=ON;` … `INSERT INTO sqlite_schema …` of a virtual table. Any other
+    /// `BEGIN`, `COMMIT`, `END` or `ROLLBACK` (but `ROLLBACK TO` a savepoint) is an error naming the
+    /// file and line: a step runs inside the build's own transaction. Statements run as they are
+    /// read, so one that breaks these rules after others ran fails the step, whose transaction the
+    /// caller rolls back.
     ///
-    /// - Throws: ``PackagingError/Code/sqlFailed`` naming `path` and the statement's line.
-    func runnable(path: String) throws(PackagingError) -> Runnable {
-        var body = statements[...]
-        let shape = body.prefix(2).map { Self.compact($0.sql) }
-        let start = shape.first == "PRAGMAFOREIGN_KEYS=OFF;" && shape.dropFirst().first == "BEGINTRANSACTION;" ? 2
-            : shape.first == "BEGINTRANSACTION;" ? 1 : 0
-        if start > 0, body.count > start, let last = body.last, Self.compact(last.sql) == "COMMIT;" {
-            body = body.dropFirst(start).dropLast()
+    /// - Throws: ``PackagingError/Code/sqlFailed`` naming `path` and the statement's line; what `execute` throws.
+    mutating func run(_ execute: (Statement) throws -> Void) throws -> Bool {
+        var index = 0
+        var writesSchema = false
+        // A leading `PRAGMA foreign_keys=OFF;`, run as a statement unless `BEGIN TRANSACTION;` follows it.
+        var heldPragma: Statement?
+        var wrapperBegin: Statement?
+        // A `COMMIT;` after the wrapper's BEGIN: the wrapper's end if nothing follows it.
+        var heldCommit: Statement?
+        func notAllowed(_ statement: Statement, _ keyword: String) -> PackagingError {
+            PackagingError(.sqlFailed, path: path, line: statement.line, message: """
+                \(keyword) is not allowed in a .sql step: each step runs inside the build's own transaction \
+                (only the BEGIN TRANSACTION; … COMMIT; that sqlite3's .dump writes around a whole file is accepted)
+                """)
         }
-        for statement in body {
+        /// `following`: a statement after this one that was read already.
+        func perform(_ statement: Statement, followedBy following: Statement? = nil) throws {
             if let keyword = Self.transactionKeyword(statement.sql) {
-                throw PackagingError(.sqlFailed, path: path, line: statement.line, message: """
-                    \(keyword) is not allowed in a .sql step: each step runs inside the build's own transaction \
-                    (only the BEGIN TRANSACTION; … COMMIT; that sqlite3's .dump writes around a whole file is accepted)
-                    """)
+                guard let begin = wrapperBegin else { throw notAllowed(statement, keyword) }
+                // Whether the wrapper is one shows only at the end: when the file does not end with its
+                // COMMIT, the wrapper's BEGIN is the first statement not allowed.
+                var last = following
+                while let more = try next() { last = more }
+                throw last.map { Self.compact($0.sql) == "COMMIT;" } == true ? notAllowed(statement, keyword) : notAllowed(begin, "BEGIN")
             }
+            if Self.leadingWords(statement.sql, 2) == ["PRAGMA", "WRITABLE_SCHEMA"] { writesSchema = true }
+            try execute(statement)
         }
-        let writesSchema = body.contains { Self.leadingWords($0.sql, 2) == ["PRAGMA", "WRITABLE_SCHEMA"] }
-        return Runnable(statements: body, writesSchema: writesSchema)
+        while let statement = try next() {
+            defer { index += 1 }
+            let shape = Self.compact(statement.sql)
+            if index == 0 && shape == "PRAGMAFOREIGN_KEYS=OFF;" {
+                heldPragma = statement
+                continue
+            }
+            if (index == 0 || (index == 1 && heldPragma != nil)) && shape == "BEGINTRANSACTION;" {
+                wrapperBegin = statement
+                heldPragma = nil
+                continue
+            }
+            if let pragma = heldPragma {
+                heldPragma = nil
+                try perform(pragma)
+            }
+            if let commit = heldCommit {
+                heldCommit = nil
+                try perform(commit, followedBy: statement)
+            }
+            if wrapperBegin != nil && shape == "COMMIT;" {
+                heldCommit = statement
+                continue
+            }
+            try perform(statement)
+        }
+        if let pragma = heldPragma { try perform(pragma) }
+        if let begin = wrapperBegin, heldCommit == nil { try perform(begin) }
+        return writesSchema
     }
 
     /// The statement upper-cased without whitespace: how the wrapper's statements are recognised.

@@ -176,7 +176,8 @@ public struct SeedBuilder: Sendable {
         do {
             for step in folder.steps {
                 progress?(.step(step))
-                let bytes = try step.contents()
+                // A .sql step is read a chunk at a time as it runs (see `SQLScript`); CSV and JSON are parsed in place.
+                let bytes = step.kind == .sql ? Data() : try step.contents()
                 // The step's checksum is computed beside the load, on the other core, from reads of the
                 // file rather than from the mapping: a step rejected after 64 MiB is not all brought in.
                 let (checksum, _) = try packaging(path: step.url.path) {
@@ -248,9 +249,11 @@ public struct SeedBuilder: Sendable {
                 try db.inTransaction(.immediate) {
                 switch step.kind {
                 case .sql:
-                    // As normalised, as the checksum reads it: see `MigrationStep.checksum(of:)`.
-                    let script = try SQLScript(MigrationStep.normalized(bytes)).runnable(path: path)
-                    for statement in script.statements {
+                    // Read a chunk at a time, as normalised as the checksum reads it: see `MigrationStep.checksum(of:)`.
+                    // The connection's own limit (a negative new value only reads it).
+                    let longest = Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, -1))
+                    var script = try SQLScript(url: step.url, maxStatementBytes: longest)
+                    let writesSchema = try script.run { statement in
                         do {
                             try db.execute(sql: statement.sql)
                         } catch let error as DatabaseError {
@@ -259,7 +262,7 @@ public struct SeedBuilder: Sendable {
                                                  message: excerpt(error.message ?? "\(error.resultCode)", limit: 400), databaseError: error)
                         }
                     }
-                    if script.writesSchema { try Self.reloadSchema(db, path: path) }
+                    if writesSchema { try Self.reloadSchema(db, path: path) }
                 case .csv:
                     // Parsed in place; the parser reads line ends as the checksum does.
                     var loader = CSVLoader(path: path, table: step.table)
@@ -349,11 +352,13 @@ public struct SeedBuilder: Sendable {
         let seedName = name + ".sqlite"
         let compressedName = seedName + Self.compressedSuffix
         let (file, stale) = compression == nil ? (seedName, compressedName) : (compressedName, seedName)
-        let facts = try packaging(path: path) { try FileFacts(path: path, directory: directory, name: temporary) }
+        // The file's SHA-256 (and fsync) on one core, its content hash on the other: both only read it.
+        let (contentHash, facts) = try packaging(path: path) {
+            try concurrently({ try SeedContentHash.compute(path: path) }, { try FileFacts(path: path, directory: directory, name: temporary) })
+        }
         guard let header = facts.header else {
             throw PackagingError(.integrityCheckFailed, path: path, message: "the built file does not start with a SQLite header")
         }
-        let contentHash = try packaging(path: path) { try SeedContentHash.compute(path: path) }
         let manifest = SeedManifest(
             facts: SeedFacts(
                 name: name, version: version, file: file, size: facts.size, sha256: facts.sha256,
