@@ -171,19 +171,36 @@ struct TableExport {
         return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
+    /// The most rows, and about the most bytes, of one `INSERT` a SQL step writes: a statement per
+    /// row cost more to run than the row itself, and a statement stays far below SQLite's length limit.
+    static let rowsPerInsert = 200
+    static let bytesPerInsert = 1 << 18
+
+    /// One multi-row `INSERT` per group of rows, a row a line.
     private func writeSQL(_ table: SourceSchema.Table, to file: StepFile) throws {
         let rowid = rowidName(table)
         let names = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedIdentifier)
-        let insert = "INSERT INTO \(table.name.quotedIdentifier)(\(names.joined(separator: ","))) VALUES("
+        let insert = "INSERT INTO \(table.name.quotedIdentifier)(\(names.joined(separator: ","))) VALUES\n("
+        var rows = 0
+        var bytes = 0
         try forEachRow(select(table, rowid: rowid)) { handle in
             var literals: [String] = []
             literals.reserveCapacity(names.count)
             for index in names.indices {
                 literals.append(values.sqlLiteral(StoredValue(handle, column: Int32(index))))
             }
-            try file.append(insert + literals.joined(separator: ",") + ");\n")
+            let row = literals.joined(separator: ",")
+            let start = rows == 0 ? insert : "),\n("
+            try file.append(start + row)
+            rows += 1
+            bytes += row.utf8.count
+            if rows == Self.rowsPerInsert || bytes >= Self.bytesPerInsert {
+                try file.append(");\n")
+                (rows, bytes) = (0, 0)
+            }
             return true
         }
+        if rows > 0 { try file.append(");\n") }
     }
 }
 
