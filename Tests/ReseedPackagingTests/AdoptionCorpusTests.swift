@@ -19,6 +19,17 @@ import Testing
         var testDescription: String { name }
     }
 
+    /// An FTS5 index of a content table, kept by triggers (the shape SQLite's documentation gives).
+    static let externalContentSchema = """
+        CREATE TABLE article(id INTEGER PRIMARY KEY, headline TEXT NOT NULL, text TEXT);
+        CREATE VIRTUAL TABLE article_fts USING fts5(headline, text, content = 'article', content_rowid = 'id');
+        CREATE TRIGGER article_ai AFTER INSERT ON article BEGIN
+          INSERT INTO article_fts(rowid, headline, text) VALUES (new.id, new.headline, new.text); END;
+        CREATE TRIGGER article_ad AFTER DELETE ON article BEGIN
+          INSERT INTO article_fts(article_fts, rowid, headline, text) VALUES ('delete', old.id, old.headline, old.text); END;
+
+        """
+
     static let kinds: [Kind] = [
         Kind(name: "fts3", sql: """
             CREATE VIRTUAL TABLE note3 USING fts3(title, body, tokenize=porter);
@@ -47,13 +58,7 @@ import Testing
                 "SELECT rowid, snippet(doc, 1, '<', '>', '…', 3), tag FROM doc WHERE doc MATCH 'resu*' ORDER BY rowid",
                 "SELECT rowid FROM doc WHERE doc MATCH 'naive OR quick' ORDER BY rank",
             ]),
-        Kind(name: "fts5 external content with its triggers", sql: """
-            CREATE TABLE article(id INTEGER PRIMARY KEY, headline TEXT NOT NULL, text TEXT);
-            CREATE VIRTUAL TABLE article_fts USING fts5(headline, text, content = 'article', content_rowid = 'id');
-            CREATE TRIGGER article_ai AFTER INSERT ON article BEGIN
-              INSERT INTO article_fts(rowid, headline, text) VALUES (new.id, new.headline, new.text); END;
-            CREATE TRIGGER article_ad AFTER DELETE ON article BEGIN
-              INSERT INTO article_fts(article_fts, rowid, headline, text) VALUES ('delete', old.id, old.headline, old.text); END;
+        Kind(name: "fts5 external content with its triggers", sql: externalContentSchema + """
             INSERT INTO article VALUES (1, 'Storm warning', 'heavy rain expected'), (2, 'Sunny days', 'no rain at all'), (3, 'Gone', 'deleted text');
             DELETE FROM article WHERE id = 3;
             """, queries: [

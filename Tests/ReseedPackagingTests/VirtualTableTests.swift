@@ -9,13 +9,7 @@ import Testing
 /// index layout; `verify` runs their modules' checks; `diff` reports their rows; a delta changes
 /// them through their module and keeps every index consistent.
 @Suite struct VirtualTableTests {
-    static let schema = """
-        CREATE TABLE article(id INTEGER PRIMARY KEY, headline TEXT NOT NULL, text TEXT);
-        CREATE VIRTUAL TABLE article_fts USING fts5(headline, text, content = 'article', content_rowid = 'id');
-        CREATE TRIGGER article_ai AFTER INSERT ON article BEGIN
-          INSERT INTO article_fts(rowid, headline, text) VALUES (new.id, new.headline, new.text); END;
-        CREATE TRIGGER article_ad AFTER DELETE ON article BEGIN
-          INSERT INTO article_fts(article_fts, rowid, headline, text) VALUES ('delete', old.id, old.headline, old.text); END;
+    static let schema = AdoptionCorpusTests.externalContentSchema + """
         CREATE TRIGGER article_au AFTER UPDATE ON article BEGIN
           INSERT INTO article_fts(article_fts, rowid, headline, text) VALUES ('delete', old.id, old.headline, old.text);
           INSERT INTO article_fts(rowid, headline, text) VALUES (new.id, new.headline, new.text); END;
