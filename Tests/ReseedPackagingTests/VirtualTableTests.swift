@@ -168,6 +168,39 @@ import Testing
         #expect(try Data(contentsOf: result.seedURL) == damaged)
     }
 
+    /// A seed file that cannot be opened for writing (read-only for the user, or immutable for
+    /// root) cannot have its FTS indexes checked: a finding says so, and names no other cause.
+    @Test func verifyOfAFileThatCannotBeWrittenSaysTheIndexesWereNotChecked() throws {
+        let sandbox = try MigrationsSandbox(["0001_schema.sql": Self.schema + ";", "0002_rows.sql": Self.oldRows + ";"])
+        let result = try sandbox.build()
+        let path = result.seedURL.path
+        let locked: Bool
+        if geteuid() == 0 {
+            locked = try Self.chattr("+i", path)
+        } else {
+            locked = chmod(path, 0o444) == 0
+        }
+        // Skipped where the file system keeps no immutable flag (a tmpfs) and the tests run as root.
+        guard locked else { return }
+        defer { if geteuid() == 0 { _ = try? Self.chattr("-i", path) } }
+        let findings = try SeedVerifier(seed: result.manifestURL).verify().findings
+        #expect(findings.count == 1, "\(findings)")
+        #expect(findings.first?.kind == .integrity)
+        #expect(findings.first?.message.hasPrefix("the FTS and R-tree indexes could not be checked") == true, "\(findings)")
+    }
+
+    /// Runs `chattr FLAG path`; whether it succeeded.
+    private static func chattr(_ flag: String, _ path: String) throws -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        process.arguments = [flag, path]
+        process.standardError = FileHandle.nullDevice
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr") else { return false }
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
     /// The shadow tables' rows, which hold the index.
     private func layout(_ path: String) throws -> [String] {
         let queue = try DatabaseQueue(path: path)

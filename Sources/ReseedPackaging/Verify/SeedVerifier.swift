@@ -187,7 +187,14 @@ public struct SeedVerifier: Sendable {
                     return (try SeedMetadata.read(db), virtual)
                 }
                 if hasVirtualTables {
-                    for problem in try virtualTableProblems(path: path) { add(.integrity, "the index of \(problem)", nil) }
+                    do {
+                        for problem in try virtualTableProblems(path: path) { add(.integrity, "the index of \(problem)", nil) }
+                    } catch let error as DatabaseError {
+                        add(.integrity, """
+                            the FTS and R-tree indexes could not be checked (\(error.message ?? "\(error.resultCode)")): \
+                            their check needs a connection that may write, though it writes nothing
+                            """, nil)
+                    }
                 }
                 return metadata
             } catch let error as DatabaseError {
