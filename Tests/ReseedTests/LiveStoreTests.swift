@@ -231,6 +231,81 @@ final class SharedCounters: Sendable {
             #expect(try replace.sandbox.recordedVersion() == "2.0.0")
         }
     }
+
+    /// An app's writes go on while the store is replaced and switched between two data
+    /// directories, round after round: every write succeeds (none meets "database is locked"),
+    /// and every read sees one whole store.
+    @Test func aWriterNeverFailsThroughReplacesAndSwitches() async throws {
+        let sandboxes = [try LaunchSandbox(), try LaunchSandbox()]
+        let versions = [("1.0.0", 3), ("1.0.1", 5), ("1.0.2", 8)]
+        let seeds = try versions.map { try seed($0.0, rows: $0.1, in: sandboxes[0]) }
+        let expectedRows = Dictionary(uniqueKeysWithValues: versions)
+        let store = try await openStore(sandboxes[0], seeds[0])
+        let shared = SharedCounters()
+        let stop = shared.stop, reads = shared.reads
+        let writes = SharedCounters.Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    while !stop.withLock({ $0 }) {
+                        let (version, count) = try await store.read { db in
+                            (try String.fetchOne(db, sql: "SELECT value FROM reseed_metadata WHERE key = 'version'") ?? "?",
+                             try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? -1)
+                        }
+                        #expect(expectedRows[version] == count, "version \(version) with \(count) rows")
+                        reads.withLock { $0 += 1 }
+                    }
+                }
+            }
+            group.addTask {
+                while !stop.withLock({ $0 }) {
+                    try await store.write { try $0.execute(sql: "INSERT INTO note (text) VALUES ('written')") }
+                    writes.withLock { $0 += 1 }
+                }
+            }
+            var current = 0
+            for round in 1...24 {
+                let seed = seeds[round % seeds.count]
+                if round % 3 == 0 {
+                    current = 1 - current
+                    let outcome = try await store.switchTo(sandboxes[current].launcher(seed))
+                    #expect(outcome.storeURL.path == sandboxes[current].storeURL.path)
+                } else {
+                    let outcome = try await store.replace(with: seed)
+                    #expect(outcome.version == seed.manifest.version)
+                }
+            }
+            stop.withLock { $0 = true }
+            try await group.waitForAll()
+        }
+        #expect(writes.withLock { $0 } > 24)
+        #expect(reads.withLock { $0 } > 24)
+    }
+
+    /// SQLite holds a store's write lock for moments the app does not see: another connection's
+    /// transaction, a checkpoint, the WAL recovery a new connection runs on a store just swapped in
+    /// (the race a writer met during replaces). An app's write waits for such a lock, up to the
+    /// launcher's `busyTimeout`; it never fails at once with "database is locked".
+    @Test func aWriteWaitsForAWriteLockHeldByAnotherConnection() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
+        let other = try DatabaseQueue(path: store.storeURL.path)
+        let held = Mutex(false)
+        let holder = Thread {
+            try? other.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE; INSERT INTO note (text) VALUES ('other')")
+                held.withLock { $0 = true }
+                Thread.sleep(forTimeInterval: 0.3)
+                try db.execute(sql: "COMMIT")
+            }
+        }
+        holder.start()
+        while !held.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        try await store.write { try $0.execute(sql: "INSERT INTO note (text) VALUES ('app')") }
+        let notes = try await store.read { try String.fetchAll($0, sql: "SELECT text FROM note ORDER BY id") }
+        #expect(notes == ["other", "app"])
+        try other.close()
+    }
 }
 
 /// Holds each replace at its first file action, busy (a copy keeps its thread running, not

@@ -19,9 +19,12 @@ extension Launcher {
         /// before failing with ``ReseedError/Code/lockTimeout``. Default 60 seconds.
         public var lockTimeout: Duration = .seconds(60)
         /// How long to wait for other connections to close the old store before failing
-        /// with ``ReseedError/Code/storeBusy`` and changing nothing. Default 5 seconds.
+        /// with ``ReseedError/Code/storeBusy`` and changing nothing; also how long the store's
+        /// connections wait for a lock another connection holds, when ``database`` keeps GRDB's
+        /// default `busyMode` (which fails at once). Default 5 seconds.
         public var busyTimeout: Duration = .seconds(5)
-        /// The GRDB configuration the store is opened with by ``Launcher/launch()``. Default GRDB's.
+        /// The GRDB configuration the store is opened with by ``Launcher/launch()``. Default GRDB's,
+        /// with `busyMode` `.timeout(busyTimeout)` in place of GRDB's `.immediateError`.
         public var database = GRDB.Configuration()
         /// Where the launcher logs what it decides and does. Default: silent (a no-op handler);
         /// pass the app's logger to see the decisions.

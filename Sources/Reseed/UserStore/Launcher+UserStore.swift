@@ -18,12 +18,12 @@ extension Launcher {
     ///   naming it (step `openUserStore`).
     func openPool(seed storeURL: URL) throws -> DatabasePool {
         guard let userStoreURL else {
-            let pool = try DatabasePool(path: storeURL.path, configuration: configuration.database)
+            let pool = try DatabasePool(path: storeURL.path, configuration: poolConfiguration)
             OpenStores.register(pool, path: storeURL.path)
             return pool
         }
         let seedFailure = Mutex<DatabaseError?>(nil)
-        var database = configuration.database
+        var database = poolConfiguration
         let uri = Self.readOnlyURI(storeURL.path)
         database.prepareDatabase { db in
             do {
@@ -48,6 +48,22 @@ extension Launcher {
         // with SQLite's error, so the launch installs it again.
         try pool.read { _ = try Int.fetchOne($0, sql: "SELECT count(*) FROM \(Self.seedSchema).sqlite_master") }
         return pool
+    }
+
+    /// The app's GRDB configuration, waiting up to ``Configuration/busyTimeout`` for a lock when it
+    /// leaves GRDB's default of failing at once.
+    ///
+    /// SQLite holds a store's write lock for moments the app does not see: another connection's
+    /// transaction, a checkpoint, the WAL recovery the first connection to a store just swapped in
+    /// runs. With GRDB's default an app's write then fails with "database is locked"; an app's
+    /// write must wait for a swap, never fail because of one.
+    var poolConfiguration: GRDB.Configuration {
+        var database = configuration.database
+        if case .immediateError = database.busyMode {
+            let timeout = configuration.busyTimeout.components
+            database.busyMode = .timeout(Double(timeout.seconds) + Double(timeout.attoseconds) / 1e18)
+        }
+        return database
     }
 
     /// Per reference, the user rows pointing at a key the installed seed does not have, counted
