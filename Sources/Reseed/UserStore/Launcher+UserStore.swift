@@ -73,7 +73,7 @@ extension Launcher {
         guard let userStore = configuration.userStore, !userStore.references.isEmpty, let userStoreURL,
               FileManager.default.fileExists(atPath: userStoreURL.path) else { return [:] }
         let storePath = dataDirectory.appendingPathComponent(storeFileName, isDirectory: false).path
-        var database = configuration.database
+        var database = poolConfiguration
         let uri = Self.readOnlyURI(storePath)
         database.prepareDatabase { db in try Self.attachSeed(db, uri: uri, path: storePath) }
         let queue = try during(.openUserStore, path: userStoreURL.path) { try DatabaseQueue(path: userStoreURL.path, configuration: database) }
