@@ -22,7 +22,7 @@ struct Installation {
     /// What the store file is, judged from its first 16 bytes.
     typealias StoreState = Decision.StoreState
 
-    /// A launch, as DESIGN.md's steps 2 to 5 (the launcher holds the lock of step 1 and opens the store, step 6).
+    /// A launch, steps 2 to 5 of the install (ARCHITECTURE.md; the launcher holds the lock of step 1 and opens the store, step 6).
     func run(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
         // Step 2, read: a legacy store moved into place, the preferences, the store's first 16 bytes
         // (and its embedded version, only when nothing is recorded for a database in place).
