@@ -56,25 +56,7 @@ import Testing
         try #require(dryRun.result.status == 0, "the upgrade fails even without a fault: \(dryRun.result.stderr)")
         try #require(dryRun.calls.contains { scenario.touchesTarget($0.line) },
                      "the traced upgrade shows no call on the data directory: \(dryRun.trace.utf8.count) bytes of trace, \(dryRun.trace.prefix(500).debugDescription); stdout \(dryRun.result.stdout)")
-        var points: [String: [Int]] = [:]
-        var totals: [String: Int] = [:]
-        var ordinals: [Int: [String: Int]] = [:]
-        // strace counts `when=N` per thread, so the N-th call of every thread is failed: an ordinal is a
-        // point only if, in the dry run, no thread's N-th call of it is elsewhere (the loader's, say).
-        var collateralOrdinals: [String: Set<Int>] = [:]
-        for call in dryRun.calls {
-            let ordinal = (ordinals[call.thread]?[call.name] ?? 0) + 1
-            ordinals[call.thread, default: [:]][call.name] = ordinal
-            totals[call.name, default: 0] += 1
-            if scenario.touchesTarget(call.line) {
-                if points[call.name]?.contains(ordinal) != true { points[call.name, default: []].append(ordinal) }
-            } else {
-                collateralOrdinals[call.name, default: []].insert(ordinal)
-            }
-        }
-        for (call, ordinalsElsewhere) in collateralOrdinals {
-            points[call]?.removeAll { ordinalsElsewhere.contains($0) }
-        }
+        let (points, totals) = scenario.faultPoints(dryRun)
 
         var outcomes: [String: Int] = [:]
         var injectedPerCall: [String: Int] = [:]
@@ -175,6 +157,32 @@ struct UpgradeScenario {
     }
 
     /// True when a traced call names a file of the data directory or of the seed (paths from `-y`, or arguments).
+    /// Where a fault can be injected, from a dry run: per call, the ordinals (strace's `when=N`) of
+    /// the calls on the data directory; and per call, how many the dry run made in all.
+    ///
+    /// strace counts `when=N` per thread, so the N-th call of every thread is failed: an ordinal is a
+    /// point only if, in the dry run, no thread's N-th call of it is elsewhere (the loader's, say).
+    func faultPoints(_ dryRun: TracedRun) -> (points: [String: [Int]], totals: [String: Int]) {
+        var points: [String: [Int]] = [:]
+        var totals: [String: Int] = [:]
+        var ordinals: [Int: [String: Int]] = [:]
+        var collateralOrdinals: [String: Set<Int>] = [:]
+        for call in dryRun.calls {
+            let ordinal = (ordinals[call.thread]?[call.name] ?? 0) + 1
+            ordinals[call.thread, default: [:]][call.name] = ordinal
+            totals[call.name, default: 0] += 1
+            if touchesTarget(call.line) {
+                if points[call.name]?.contains(ordinal) != true { points[call.name, default: []].append(ordinal) }
+            } else {
+                collateralOrdinals[call.name, default: []].insert(ordinal)
+            }
+        }
+        for (call, ordinalsElsewhere) in collateralOrdinals {
+            points[call]?.removeAll { ordinalsElsewhere.contains($0) }
+        }
+        return (points, totals)
+    }
+
     func touchesTarget(_ line: String) -> Bool {
         [data.path, seedFolder.path].contains { target in ["/", ">", "\""].contains { line.contains(target + $0) } }
     }

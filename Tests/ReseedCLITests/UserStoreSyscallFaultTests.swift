@@ -26,21 +26,7 @@ import Testing
         let dryRun = try scenario.traced(["-e", "trace=" + Self.calls.map { "?" + $0 }.joined(separator: ",")])
         try #require(dryRun.result.status == 0, "the import fails even without a fault: \(dryRun.result.stderr)")
         #expect(try device.state(scenario.data, "dry run") == "new seed + complete user store")
-        var points: [String: [Int]] = [:]
-        var totals: [String: Int] = [:]
-        var ordinals: [Int: [String: Int]] = [:]
-        var collateralOrdinals: [String: Set<Int>] = [:]
-        for call in dryRun.calls {
-            let ordinal = (ordinals[call.thread]?[call.name] ?? 0) + 1
-            ordinals[call.thread, default: [:]][call.name] = ordinal
-            totals[call.name, default: 0] += 1
-            if scenario.touchesTarget(call.line) {
-                if points[call.name]?.contains(ordinal) != true { points[call.name, default: []].append(ordinal) }
-            } else {
-                collateralOrdinals[call.name, default: []].insert(ordinal)
-            }
-        }
-        for (call, elsewhere) in collateralOrdinals { points[call]?.removeAll { elsewhere.contains($0) } }
+        let (points, totals) = scenario.faultPoints(dryRun)
         let importCalls = dryRun.calls.filter { $0.line.contains("items-user.sqlite") }.count
         try #require(importCalls > 0, "the trace shows no call on the user store")
 

@@ -43,6 +43,20 @@ final class SharedCounters: Sendable {
         return try await LiveStore(launcher: sandbox.launcher(seed), configuration: configuration)
     }
 
+    /// Reads until `shared.stop`: in each read the version marker and the row count must come from
+    /// the same, complete store; counts the reads and the versions seen.
+    static func readWholeStores(_ store: LiveStore, expectedRows: [String: Int], until shared: SharedCounters) async throws {
+        while !shared.stop.withLock({ $0 }) {
+            let (version, count) = try await store.read { db in
+                (try String.fetchOne(db, sql: "SELECT value FROM reseed_metadata WHERE key = 'version'") ?? "?",
+                 try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? -1)
+            }
+            #expect(expectedRows[version] == count, "version \(version) with \(count) rows")
+            shared.reads.withLock { $0 += 1 }
+            shared.seen.withLock { _ = $0.insert(version) }
+        }
+    }
+
     @Test func readersAndAWriterNeverFailDuringTwentyReplaces() async throws {
         let sandbox = try LaunchSandbox()
         let versions = [("1.0.0", 3), ("1.0.1", 5), ("1.0.2", 8)]
@@ -54,18 +68,7 @@ final class SharedCounters: Sendable {
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<4 {
-                group.addTask {
-                    while !stop.withLock({ $0 }) {
-                        // One read: the version marker and the row count must come from the same, complete store.
-                        let (version, count) = try await store.read { db in
-                            (try String.fetchOne(db, sql: "SELECT value FROM reseed_metadata WHERE key = 'version'") ?? "?",
-                             try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? -1)
-                        }
-                        #expect(expectedRows[version] == count, "version \(version) with \(count) rows")
-                        reads.withLock { $0 += 1 }
-                        seen.withLock { _ = $0.insert(version) }
-                    }
-                }
+                group.addTask { try await Self.readWholeStores(store, expectedRows: expectedRows, until: shared) }
             }
             group.addTask {
                 var written = 0
@@ -246,16 +249,7 @@ final class SharedCounters: Sendable {
         let writes = SharedCounters.Counter()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<2 {
-                group.addTask {
-                    while !stop.withLock({ $0 }) {
-                        let (version, count) = try await store.read { db in
-                            (try String.fetchOne(db, sql: "SELECT value FROM reseed_metadata WHERE key = 'version'") ?? "?",
-                             try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? -1)
-                        }
-                        #expect(expectedRows[version] == count, "version \(version) with \(count) rows")
-                        reads.withLock { $0 += 1 }
-                    }
-                }
+                group.addTask { try await Self.readWholeStores(store, expectedRows: expectedRows, until: shared) }
             }
             group.addTask {
                 while !stop.withLock({ $0 }) {
