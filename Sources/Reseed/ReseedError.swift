@@ -158,7 +158,7 @@ extension ReseedError {
             return ReseedError(.io, step: step, path: failure.path, errno: failure.errno, message: failure.summary)
         case let error as Errno:
             return ReseedError(.io, step: step, path: path, errno: error, message: "the file operation failed")
-        case let failure as Gzip.Failure:
+        case let failure as CodecFailure:
             // Only compressed seeds are decoded: `path` names the seed file.
             return failure.reseedError(step: step, path: path)
         case let error as DatabaseError:

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Reseed
 import ReseedPackaging
 import Synchronization
 
@@ -12,7 +13,7 @@ extension ReseedCommand {
         @Option(help: ArgumentHelp("The folder of ordered steps.", valueName: "dir"))
         var migrations: String?
 
-        @Option(help: ArgumentHelp("Where <name>.sqlite (or <name>.sqlite.gz) and <name>.manifest.json are written.", valueName: "dir"))
+        @Option(help: ArgumentHelp("Where <name>.sqlite (or <name>.sqlite\(Codecs.written.fileSuffix)) and <name>.manifest.json are written.", valueName: "dir"))
         var output: String?
 
         @Option(help: "The seed (store) name.")
@@ -22,8 +23,8 @@ extension ReseedCommand {
         var seedVersion: String?
 
         @Flag(help: ArgumentHelp(
-            "Write <name>.sqlite.gz (gzip -9) instead of <name>.sqlite: a smaller app, but no App Store delta updates of the seed.",
-            discussion: "The manifest then says \"compression\": \"gzip\"; its size and sha256 stay the database's. The other file an earlier build left is removed."))
+            "Write <name>.sqlite\(Codecs.written.fileSuffix) (\(Codecs.written.name)) instead of <name>.sqlite: a smaller app, but no App Store delta updates of the seed.",
+            discussion: "The manifest then says \"compression\": \"\(Codecs.written.name)\"; its size and sha256 stay the database's. The other file an earlier build left is removed."))
         var compress = false
 
         @Flag(help: "Print the manifest as JSON on stdout.")
@@ -41,7 +42,7 @@ extension ReseedCommand {
                 guard let version = seedVersion ?? project.version else { throw ValidationError("give --version") }
                 var builder = SeedBuilder(migrations: migrations, output: output, name: name, version: version)
                 builder.logger = logging.logger("reseed.packaging")
-                builder.compression = compress ? .gzip : nil
+                builder.compression = compress ? .written : nil
                 builder.userVersion = project.userVersion
                 builder.applicationID = project.applicationID
                 builder.analyze = project.analyze

@@ -8,7 +8,7 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
             discussion: """
-                The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and gzip-compressed \
+                The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and compressed (\(Codecs.written.name)) \
                 beside it; for each of the last --deltas releases the channel offered whose seed file is still in the \
                 folder, a row-level delta to the new seed is built, checked and compressed; then \
                 channel.json.sig and channel.json are replaced atomically, in that order. Serve the folder from \
@@ -27,7 +27,7 @@ extension ReseedCommand {
         @Option(help: ArgumentHelp("How many earlier releases of the channel get a row-level delta to this seed (0: none).", valueName: "n"))
         var deltas = 5
 
-        @Flag(name: .customLong("no-compress"), help: "Do not publish the gzip-compressed seed beside it (for data that does not compress).")
+        @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(Codecs.written.name)) seed beside it (for data that does not compress).")
         var noCompress = false
 
         @Flag(help: "Print one JSON object on stdout.")

@@ -36,9 +36,9 @@ import Testing
     }
 
     /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
-    static func decode(_ stream: [UInt8], limit: Int64 = .max, piece: Int = 1 << 16) -> Result<[UInt8], Gzip.Failure> {
+    static func decode(_ stream: [UInt8], limit: Int64 = .max, piece: Int = 1 << 16) -> Result<[UInt8], CodecFailure> {
         stream.withUnsafeBytes { all in
-            do throws(Gzip.Failure) {
+            do throws(CodecFailure) {
                 var decoder = try GzipDecoder(limit: limit)
                 var output: [UInt8] = []
                 var start = 0
@@ -177,8 +177,8 @@ import Testing
         let limit: Int64 = 1 << 20
         var handedOut: Int64 = 0
         var fed = 0
-        let failure = stream.withUnsafeBytes { all -> Gzip.Failure? in
-            do throws(Gzip.Failure) {
+        let failure = stream.withUnsafeBytes { all -> CodecFailure? in
+            do throws(CodecFailure) {
                 var decoder = try GzipDecoder(limit: limit)
                 while fed < all.count {
                     let end = min(all.count, fed + 4096)
@@ -224,7 +224,7 @@ import Testing
         #expect(accepted < 150)
     }
 
-    static func message(_ result: Result<[UInt8], Gzip.Failure>) -> String {
+    static func message(_ result: Result<[UInt8], CodecFailure>) -> String {
         switch result {
         case .success: "accepted"
         case .failure(let failure): failure.description

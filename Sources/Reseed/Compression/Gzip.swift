@@ -13,6 +13,10 @@ import SystemPackage
 /// let copied = try Gzip.decompress(from: compressed.raw, to: copy.raw, limit: manifest.size, hashing: true)
 /// ```
 package enum Gzip {
+    /// The name manifests give this codec.
+    package static let name = "gzip"
+    /// The suffix of a file it compressed.
+    package static let fileSuffix = ".gz"
     /// The size of the read buffer and of the compressed output buffer.
     package static let bufferSize = 1 << 20
     /// The two bytes every gzip member starts with.
@@ -20,27 +24,6 @@ package enum Gzip {
     /// The OS byte of the headers this codec writes: 255, "unknown", on every platform, so the
     /// same input gives the same bytes everywhere (zlib's own header writes 3 on Linux, 19 on macOS).
     package static let osUnknown: UInt8 = 255
-
-    /// Why a gzip stream could not be read or written.
-    package enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        /// A read or write of a file failed.
-        case io(Errno)
-        /// The bytes are not one gzip member this decoder accepts; the text says what is wrong.
-        case invalid(String)
-        /// The stream decompresses to more than `limit` bytes; decompression stopped there.
-        case tooLong(limit: Int64)
-        /// zlib itself failed (out of memory, a bad argument): its return code and message.
-        case zlib(code: Int32, message: String)
-
-        package var description: String {
-            switch self {
-            case .io(let errno): "read or write failed: \(errno)"
-            case .invalid(let reason): "not a valid gzip stream: \(reason)"
-            case .tooLong(let limit): "the stream decompresses to more than \(limit) bytes; decompression stopped there"
-            case .zlib(let code, let message): "zlib failed (\(code)): \(message)"
-            }
-        }
-    }
 
     /// The gzip header this codec writes: no name, no time (MTIME 0), no flags, XFL from `level`,
     /// OS 255. Fixed bytes, so the same input gives the same file on every platform and run.
@@ -60,9 +43,9 @@ package enum Gzip {
     ///
     /// - Parameter level: zlib's 1 (fastest) to 9 (smallest). Default 9.
     /// - Returns: the bytes read and written.
-    /// - Throws: ``Failure/io(_:)`` for a failed read or write, ``Failure/zlib(code:message:)``
+    /// - Throws: ``CodecFailure/io(_:)`` for a failed read or write, ``CodecFailure/zlib(code:message:)``
     ///   when zlib cannot start (out of memory, a level outside 0...9).
-    package static func compress(from sourceFD: Int32, to destinationFD: Int32, level: Int32 = 9) throws(Failure) -> (read: Int64, written: Int64) {
+    package static func compress(from sourceFD: Int32, to destinationFD: Int32, level: Int32 = 9) throws(CodecFailure) -> (read: Int64, written: Int64) {
         let stream = try ZStream.deflating(level: level)
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
         defer { input.deallocate() }
@@ -117,11 +100,11 @@ package enum Gzip {
     ///   - limit: the most bytes the stream may decompress to (a seed's manifest size).
     ///   - hashing: whether to compute the SHA-256 of the decompressed bytes.
     ///   - progress: called with the decompressed bytes written so far.
-    /// - Throws: ``Failure/io(_:)`` for a failed read or write; ``Failure/invalid(_:)`` naming
-    ///   what is wrong with the stream (see ``GzipDecoder``); ``Failure/tooLong(limit:)``.
+    /// - Throws: ``CodecFailure/io(_:)`` for a failed read or write; ``CodecFailure/invalid(_:)`` naming
+    ///   what is wrong with the stream (see ``GzipDecoder``); ``CodecFailure/tooLong(limit:)``.
     package static func decompress(
         from sourceFD: Int32, to destinationFD: Int32, limit: Int64, hashing: Bool, progress: (@Sendable (Int64) -> Void)? = nil
-    ) throws(Failure) -> FileCopier.Result {
+    ) throws(CodecFailure) -> FileCopier.Result {
         Syscalls.adviseSequential(sourceFD)
         var decoder = try GzipDecoder(limit: limit)
         var hasher = hashing ? SHA256() : nil
@@ -132,7 +115,7 @@ package enum Gzip {
             let count: Int
             do { count = try Syscalls.read(sourceFD, into: input) } catch { throw .io(error) }
             if count == 0 { break }
-            try decoder.feed(UnsafeRawBufferPointer(rebasing: input[0..<count])) { (piece) throws(Failure) in
+            try decoder.feed(UnsafeRawBufferPointer(rebasing: input[0..<count])) { (piece) throws(CodecFailure) in
                 hasher?.update(bufferPointer: piece)
                 try write(destinationFD, piece)
                 Syscalls.startWriteback(destinationFD, from: total, count: Int64(piece.count))
@@ -144,11 +127,11 @@ package enum Gzip {
         return FileCopier.Result(bytes: total, sha256: hasher.map { $0.finalize().hexString })
     }
 
-    private static func write(_ fd: Int32, _ bytes: [UInt8]) throws(Failure) {
+    private static func write(_ fd: Int32, _ bytes: [UInt8]) throws(CodecFailure) {
         do { try Syscalls.writeAll(fd, bytes) } catch { throw .io(error) }
     }
 
-    private static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(Failure) {
+    private static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(CodecFailure) {
         do { try Syscalls.writeAll(fd, buffer) } catch { throw .io(error) }
     }
 
@@ -164,12 +147,12 @@ struct ZStream: ~Copyable {
     let pointer: UnsafeMutablePointer<z_stream>
     private let inflating: Bool
 
-    private init(inflating: Bool, _ start: (UnsafeMutablePointer<z_stream>) -> Int32) throws(Gzip.Failure) {
+    private init(inflating: Bool, _ start: (UnsafeMutablePointer<z_stream>) -> Int32) throws(CodecFailure) {
         pointer = .allocate(capacity: 1)
         pointer.initialize(to: z_stream())
         let code = start(pointer)
         guard code == Z_OK else {
-            let failure = Gzip.Failure.zlib(code: code, message: Self.message(pointer, code))
+            let failure = CodecFailure.library(code: code, message: Self.message(pointer, code))
             pointer.deallocate()
             throw failure
         }
@@ -177,20 +160,20 @@ struct ZStream: ~Copyable {
     }
 
     /// Raw deflate at `level`, window bits -15 (no zlib or gzip wrapper: the codec writes its own).
-    static func deflating(level: Int32) throws(Gzip.Failure) -> ZStream {
+    static func deflating(level: Int32) throws(CodecFailure) -> ZStream {
         try ZStream(inflating: false) {
             deflateInit2_($0, level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         }
     }
 
     /// Raw inflate, window bits -15.
-    static func inflating() throws(Gzip.Failure) -> ZStream {
+    static func inflating() throws(CodecFailure) -> ZStream {
         try ZStream(inflating: true) { inflateInit2_($0, -MAX_WBITS, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) }
     }
 
     /// The failure of a call that returned `code`.
-    func failure(_ code: Int32) -> Gzip.Failure {
-        .zlib(code: code, message: Self.message(pointer, code))
+    func failure(_ code: Int32) -> CodecFailure {
+        .library(code: code, message: Self.message(pointer, code))
     }
 
     /// zlib's message for the last failure, or the name of `code`.

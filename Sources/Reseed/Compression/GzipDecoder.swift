@@ -7,13 +7,13 @@ import CZlib
 /// stream was whole. Memory stays bounded whatever the input: zlib's 32 KiB window, one
 /// output buffer, a header of at most a few hundred KiB parsed byte by byte (never kept).
 ///
-/// It refuses, naming what is wrong (``Gzip/Failure/invalid(_:)``): a stream that does not
+/// It refuses, naming what is wrong (``CodecFailure/invalid(_:)``): a stream that does not
 /// start with the gzip magic, a method other than deflate, reserved flag bits, a header CRC
 /// (FHCRC) that does not match, an extra field, name or comment over 64 KiB, corrupt deflate
 /// data, a CRC-32 or length (ISIZE, modulo 2^32) in the trailer that does not match the output,
 /// any byte after the member (a second, concatenated member included), and (in ``finish()``)
 /// a stream that ends early. Output past ``limit`` stops it at once with
-/// ``Gzip/Failure/tooLong(limit:)``: a gzip bomb never inflates more than `limit + 1` bytes.
+/// ``CodecFailure/tooLong(limit:)``: a gzip bomb never inflates more than `limit + 1` bytes.
 /// FEXTRA, FNAME and FCOMMENT are read and skipped.
 ///
 /// ```swift
@@ -60,8 +60,8 @@ package struct GzipDecoder: ~Copyable {
 
     /// A decoder that refuses to decompress more than `limit` bytes.
     ///
-    /// - Throws: ``Gzip/Failure/zlib(code:message:)`` when zlib cannot start (out of memory).
-    package init(limit: Int64) throws(Gzip.Failure) {
+    /// - Throws: ``CodecFailure/library(code:message:)`` when zlib cannot start (out of memory).
+    package init(limit: Int64) throws(CodecFailure) {
         self.limit = max(0, limit)
         stream = try ZStream.inflating()
         output = .allocate(byteCount: Self.outputSize, alignment: 4096)
@@ -73,9 +73,9 @@ package struct GzipDecoder: ~Copyable {
 
     /// Decodes `input`, the next piece of the stream, handing each piece of output to `body`.
     ///
-    /// - Throws: ``Gzip/Failure`` for a stream it refuses (see ``GzipDecoder``), or what `body` threw.
+    /// - Throws: ``CodecFailure`` for a stream it refuses (see ``GzipDecoder``), or what `body` threw.
     ///   After a failure the decoder is not to be used again.
-    package mutating func feed(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(Gzip.Failure) -> Void) throws(Gzip.Failure) {
+    package mutating func feed(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
         var rest = input[...]
         while let first = rest.first {
             switch phase {
@@ -101,8 +101,8 @@ package struct GzipDecoder: ~Copyable {
 
     /// Checks that the stream was one whole member: header, deflate data and trailer.
     ///
-    /// - Throws: ``Gzip/Failure/invalid(_:)`` naming where a truncated stream ends.
-    package func finish() throws(Gzip.Failure) {
+    /// - Throws: ``CodecFailure/invalid(_:)`` naming where a truncated stream ends.
+    package func finish() throws(CodecFailure) {
         let part: String? = switch phase {
         case .done: nil
         case .fixed where collected.isEmpty: "the stream is empty"
@@ -114,7 +114,7 @@ package struct GzipDecoder: ~Copyable {
     }
 
     /// Takes one header byte.
-    private mutating func header(_ byte: UInt8) throws(Gzip.Failure) {
+    private mutating func header(_ byte: UInt8) throws(CodecFailure) {
         if phase != .headerCRC {
             var byte = byte
             headerCRC = crc32(headerCRC, &byte, 1)
@@ -184,7 +184,7 @@ package struct GzipDecoder: ~Copyable {
     }
 
     /// Inflates from `input` until it is used up or the deflate data ends; returns the bytes consumed.
-    private mutating func inflate(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(Gzip.Failure) -> Void) throws(Gzip.Failure) -> Int {
+    private mutating func inflate(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) -> Int {
         let z = stream.pointer
         // zlib's next_in is not const, but inflate never writes through it.
         z.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
@@ -225,7 +225,7 @@ package struct GzipDecoder: ~Copyable {
         }
     }
 
-    private mutating func checkTrailer() throws(Gzip.Failure) {
+    private mutating func checkTrailer() throws(CodecFailure) {
         let crc = collected[0..<4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         let size = collected[4..<8].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         let actualCRC = UInt32(truncatingIfNeeded: outputCRC)

@@ -63,7 +63,7 @@ extension Installation {
                 // At most one byte more than the manifest says: a longer source (a file that grows, a huge
                 // sparse file, a gzip bomb) is refused after size + 1 bytes, never copied until the disk fills.
                 let copied = try during(.copy, path: seedPath) {
-                    try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(Gzip.Failure) in
+                    try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
                         try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: checksSHA256, progress: report)
                     }
                 }

@@ -11,18 +11,18 @@ extension Seed {
     ///
     /// At most one byte more than the manifest's size is copied: a longer uncompressed file shows
     /// as `bytes > size`, and a compressed one that inflates past the size (a gzip bomb) stops
-    /// with ``Gzip/Failure/tooLong(limit:)``. A compressed seed is always hashed: the
+    /// with ``CodecFailure/tooLong(limit:)``. A compressed seed is always hashed: the
     /// decompression reads every byte anyway, and gzip's CRC-32 proves only that the stream is
     /// whole, not that it is the seed the manifest describes.
     ///
     /// - Parameters:
     ///   - hashing: whether to compute the SHA-256 of the database (always, when compressed).
     ///   - progress: called with the database bytes written so far.
-    /// - Throws: ``Gzip/Failure``: ``Gzip/Failure/io(_:)`` for a failed system call, the others
+    /// - Throws: ``CodecFailure``: ``CodecFailure/io(_:)`` for a failed system call, the others
     ///   for a compressed file that does not decompress (a verdict on the seed's bytes).
     package func copyDatabase(
         from sourceFD: Int32, to destinationFD: Int32, hashing: Bool, progress: (@Sendable (Int64) -> Void)? = nil
-    ) throws(Gzip.Failure) -> FileCopier.Result {
+    ) throws(CodecFailure) -> FileCopier.Result {
         switch manifest.compression {
         case nil:
             do {
@@ -30,8 +30,8 @@ extension Seed {
             } catch {
                 throw .io(error)
             }
-        case .gzip:
-            return try Gzip.decompress(from: sourceFD, to: destinationFD, limit: manifest.size, hashing: true, progress: progress)
+        case let compression?:
+            return try compression.codec.decompress(from: sourceFD, to: destinationFD, limit: manifest.size, hashing: true, progress: progress)
         }
     }
 
@@ -78,7 +78,7 @@ extension Seed {
             // From here on the value owns the name, and removes it however this ends.
             var file = DatabaseFile(path: directory.path(name), copied: nil, temporary: (directory, name))
             let fd = created.raw
-            file.copied = try directory.fileSystem.performCoding(.copy, file.path) { () throws(Gzip.Failure) in
+            file.copied = try directory.fileSystem.performCoding(.copy, file.path) { () throws(CodecFailure) in
                 try copyDatabase(from: sourceFD, to: fd, hashing: true)
             }
             do throws(Errno) {
@@ -122,7 +122,7 @@ extension Seed {
     }
 }
 
-extension Gzip.Failure {
+extension CodecFailure {
     /// The failure as a ``ReseedError`` at `step` about `path` (the compressed seed file):
     /// ``ReseedError/Code/verificationFailed`` for a stream that does not decompress or
     /// decompresses to too much, ``ReseedError/Code/io`` for a failed system call or zlib.
@@ -132,7 +132,7 @@ extension Gzip.Failure {
             ReseedError(.io, step: step, path: path, errno: errno, message: "reading or writing the seed failed")
         case .invalid, .tooLong:
             ReseedError(.verificationFailed, step: step, path: path, message: "the compressed seed is refused: \(self)")
-        case .zlib:
+        case .library:
             ReseedError(.io, step: step, path: path, message: "decompressing the seed failed: \(self)")
         }
     }

@@ -29,7 +29,7 @@ public struct Seed: Sendable, Hashable {
         let manifestURL: URL
         // Given the database file itself, the manifest beside it must name it.
         let fileName = url.lastPathComponent
-        let seedSuffix = [".sqlite", ".sqlite.gz"].first { fileName.hasSuffix($0) && fileName.count > $0.count }
+        let seedSuffix = ([".sqlite"] + Codecs.all.map { ".sqlite" + $0.fileSuffix }).first { fileName.hasSuffix($0) && fileName.count > $0.count }
         let databaseFile = !isDirectory.boolValue && seedSuffix != nil ? fileName : nil
         if isDirectory.boolValue {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []

@@ -65,12 +65,6 @@ public struct SeedManifest: Sendable, Hashable {
     /// How ``SeedFacts/file`` is compressed; nil (the default) when it is the database itself.
     public var compression: Compression?
 
-    /// How a seed file is compressed in the app bundle.
-    public enum Compression: String, Sendable, Hashable, CaseIterable {
-        /// One gzip member (RFC 1952) around raw deflate: see <doc:CompressingTheSeed>.
-        case gzip
-    }
-
     public init(
         format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step], contentHash: String? = nil, compression: Compression? = nil
     ) {

@@ -62,9 +62,9 @@ public struct ChannelManifest: Sendable, Hashable {
     /// A file of the channel besides the seed itself (its compressed form, a delta): where it
     /// is, how large and what SHA-256 it has as stored, and how it is encoded.
     public struct File: Sendable, Hashable {
-        /// The encodings this Reseed reads: `gzip`.
-        public static let knownEncodings: Set<String> = ["gzip"]
-        /// How the file is encoded: `gzip`.
+        /// The encodings this Reseed reads: the names of its codecs.
+        public static let knownEncodings = Set(Codecs.all.map(\.name))
+        /// How the file is encoded: a codec's name.
         public var encoding: String
         /// Its name in the channel folder: a plain name.
         public var file: String
@@ -73,8 +73,8 @@ public struct ChannelManifest: Sendable, Hashable {
         /// Lowercase hex SHA-256 of its bytes as stored.
         public var sha256: String
 
-        /// A channel file from its fields; the encoding defaults to `gzip`.
-        public init(encoding: String = "gzip", file: String, size: Int64, sha256: String) {
+        /// A channel file from its fields; the encoding defaults to the codec `reseed publish` writes.
+        public init(encoding: String = SeedManifest.Compression.written.rawValue, file: String, size: Int64, sha256: String) {
             self.encoding = encoding
             self.file = file
             self.size = size
@@ -167,7 +167,7 @@ public struct ChannelManifest: Sendable, Hashable {
     package static func deltaFileName(name: String, version: String, fromVersion: String) -> String {
         let target = seedFileName(name: name, version: version).dropLast(".sqlite".count)
         let from = seedFileName(name: "", version: fromVersion).dropFirst().dropLast(".sqlite".count)
-        return "\(target).from-\(from).delta.gz"
+        return "\(target).from-\(from).delta" + Codecs.written.fileSuffix
     }
 
     /// Checks and decodes manifest bytes (already verified against their signature); `source` names them in errors.

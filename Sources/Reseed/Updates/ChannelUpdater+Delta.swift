@@ -52,7 +52,7 @@ extension ChannelUpdater {
         }
         do {
             let seed = try await offload("reseed-delta") { () throws(ReseedError) -> Seed in
-                try self.decompress(downloaded.file, into: deltaName, limit: manifest.size, in: directory)
+                try self.decompress(downloaded.file, encoding: delta.file.encoding, into: deltaName, limit: manifest.size, in: directory)
                 try self.copyInstalledSeed(context.storeURL.lastPathComponent, into: appliedName, sizeLimit: manifest.size, in: directory)
                 _ = try SeedDelta.apply(deltaPath: directory.path(deltaName), to: directory.path(appliedName), expectedContentHash: expected)
                 return try self.seed(appliedName, of: manifest, in: directory)
@@ -67,15 +67,19 @@ extension ChannelUpdater {
     /// Decompresses the downloaded delta into a new file `name` (never through a name someone
     /// prepared: removed, then created with `O_EXCL`), at most `limit` bytes, through the file-system
     /// seam as the install's own decompression.
-    private func decompress(_ compressed: String, into name: String, limit: Int64, in directory: Directory) throws(ReseedError) {
+    private func decompress(_ compressed: String, encoding: String, into name: String, limit: Int64, in directory: Directory) throws(ReseedError) {
         let path = directory.path(name)
+        guard let codec = Codecs.named(encoding) else {
+            // The manifest's reader skips deltas in an encoding it does not know: only a bug gets here.
+            throw ReseedError(.invalidManifest, step: .applyDelta, path: directory.path(compressed), message: "the delta is encoded as '\(encoding)', which this Reseed does not read")
+        }
         try during(.applyDelta, path: path) {
             _ = try directory.remove(name)
             let output = try directory.createExclusive(name)
             let input = try FileSystem.openRegularFile(directory.path(compressed))
             let (inputFD, outputFD) = (input.raw, output.raw)
-            _ = try directory.fileSystem.performCoding(.copy, path) { () throws(Gzip.Failure) in
-                try Gzip.decompress(from: inputFD, to: outputFD, limit: limit, hashing: false)
+            _ = try directory.fileSystem.performCoding(.copy, path) { () throws(CodecFailure) in
+                try codec.decompress(from: inputFD, to: outputFD, limit: limit, hashing: false, progress: nil)
             }
             withExtendedLifetime(input) {}
             withExtendedLifetime(output) {}

@@ -227,7 +227,7 @@ public struct ChannelUpdater: Sendable {
             keeping: manifest.offeredSHA256)
         let downloaded = try await download.run()
         var seedManifest = manifest.seedManifest(file: downloaded.file)
-        if manifest.compressed != nil { seedManifest.compression = .gzip }
+        seedManifest.compression = manifest.compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         do {
             (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed)

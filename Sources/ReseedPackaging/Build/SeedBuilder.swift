@@ -116,7 +116,7 @@ public struct SeedBuilder: Sendable {
         }
         let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
         let seedName = name + ".sqlite"
-        let compressedName = seedName + Self.compressedSuffix
+        let compressedNames = Codecs.all.map { seedName + $0.fileSuffix }
         // One build at a time per output folder; then whatever temp files a killed build left go
         // first (the folder is shipped in the app: it must hold nothing else).
         guard let lock = try packaging(path: output.path, { try StoreLock.acquireFolder(directory, timeout: lockTimeout) }) else {
@@ -124,8 +124,7 @@ public struct SeedBuilder: Sendable {
         }
         defer { lock.release() }
         let leftovers = try packaging(path: output.path) {
-            try directory.removeTemporaryFiles(for: seedName) + directory.removeTemporaryFiles(for: compressedName)
-                + directory.removeTemporaryFiles(for: name + SeedManifest.fileSuffix)
+            try ([seedName, name + SeedManifest.fileSuffix] + compressedNames).flatMap { try directory.removeTemporaryFiles(for: $0) }
         }
         if !leftovers.isEmpty {
             logger.notice("removed what an interrupted build left", metadata: ["folder": "\(output.path)", "files": "\(leftovers)"])
@@ -143,7 +142,7 @@ public struct SeedBuilder: Sendable {
         } catch {
             // Both temp files, any journal and a compressed one: under the folder lock, every such file is this build's.
             _ = try? directory.removeTemporaryFiles(for: seedName)
-            _ = try? directory.removeTemporaryFiles(for: compressedName)
+            for compressedName in compressedNames { _ = try? directory.removeTemporaryFiles(for: compressedName) }
             throw error
         }
     }
@@ -343,15 +342,15 @@ public struct SeedBuilder: Sendable {
     }
 
     /// The suffix of a compressed seed file's name: `<name>.sqlite.gz`.
-    static let compressedSuffix = ".gz"
 
     /// fsync the built file, measure it, put it (or its gzip) into place, then write the manifest
     /// beside it, then remove the other form of the seed file an earlier build left.
     private func finish(_ temporary: String, in directory: Directory, recorded: [SeedManifest.Step]) throws(PackagingError) -> SeedManifest {
         let path = directory.path(temporary)
         let seedName = name + ".sqlite"
-        let compressedName = seedName + Self.compressedSuffix
-        let (file, stale) = compression == nil ? (seedName, compressedName) : (compressedName, seedName)
+        // The other forms an earlier build may have left: the plain file or another codec's.
+        let file = compression.map { seedName + $0.codec.fileSuffix } ?? seedName
+        let stale = ([seedName] + Codecs.all.map { seedName + $0.fileSuffix }).filter { $0 != file }
         // The file's SHA-256 (and fsync) on one core, its content hash on the other: both only read it.
         let (contentHash, facts) = try packaging(path: path) {
             try concurrently({ try SeedContentHash.compute(path: path) }, { try FileFacts(path: path, directory: directory, name: temporary) })
@@ -365,16 +364,16 @@ public struct SeedBuilder: Sendable {
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
             steps: recorded, contentHash: contentHash, compression: compression)
         try packaging(path: directory.path(file)) {
-            if compression == nil {
+            if let compression {
+                try compress(temporary, with: compression.codec, into: file, in: directory)
+                _ = try directory.remove(temporary)
+            } else {
                 try directory.rename(temporary, to: seedName)
                 try directory.sync()
-            } else {
-                try compress(temporary, into: compressedName, in: directory)
-                _ = try directory.remove(temporary)
             }
             try directory.replaceAtomically(manifest.manifestFileName, with: Array(manifest.encoded()))
             // Only once the manifest names the new file: until then, the old manifest's file stays.
-            if try directory.remove(stale) { try directory.sync() }
+            if try stale.reduce(false, { try directory.remove($1) || $0 }) { try directory.sync() }
         }
         logger.info("built seed", metadata: ["seed": "\(directory.path(file))", "version": "\(version)", "sha256": "\(facts.sha256)"])
         return manifest
@@ -382,20 +381,20 @@ public struct SeedBuilder: Sendable {
 }
 
 extension SeedBuilder {
-    /// Writes the gzip of the database `temporary` as `compressedName`, durably (temp file,
-    /// fsync, rename, folder fsync), at level 9: the same database gives the same bytes.
-    private func compress(_ temporary: String, into compressedName: String, in directory: Directory) throws {
+    /// Writes the database `temporary` compressed with `codec` as `compressedName`, durably (temp
+    /// file, fsync, rename, folder fsync): the same database gives the same bytes.
+    private func compress(_ temporary: String, with codec: any Codec, into compressedName: String, in directory: Directory) throws {
         guard let source = try directory.openForReading(temporary) else {
             throw PackagingError(.io, path: directory.path(temporary), message: "the built database disappeared before it was compressed")
         }
         let sourceFD = source.raw
         let sizes = try directory.writeDurably(compressedName) { destinationFD, compressing in
-            try directory.fileSystem.performCoding(.write, directory.path(compressing)) { () throws(Gzip.Failure) in
-                try Gzip.compress(from: sourceFD, to: destinationFD)
+            try directory.fileSystem.performCoding(.write, directory.path(compressing)) { () throws(CodecFailure) in
+                try codec.compress(from: sourceFD, to: destinationFD)
             }
         }
         withExtendedLifetime(source) {}
-        logger.info("compressed seed", metadata: ["seed": "\(directory.path(compressedName))", "database": "\(sizes.read)", "gzip": "\(sizes.written)"])
+        logger.info("compressed seed", metadata: ["seed": "\(directory.path(compressedName))", "database": "\(sizes.read)", "compressed": "\(sizes.written)", "codec": "\(codec.name)"])
     }
 }
 

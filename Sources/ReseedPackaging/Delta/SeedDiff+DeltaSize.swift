@@ -20,7 +20,7 @@ extension SeedDiff {
         /// The report's lines: `Row-level delta: 40960 bytes`, then one line per table.
         func lines() -> [String] {
             guard let bytes else { return ["Row-level delta: none (\(notExpressible ?? "not expressible"))"] }
-            var lines = ["Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) gzip-compressed (on a channel)" } ?? "")]
+            var lines = ["Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) \(Codecs.written.name)-compressed (on a channel)" } ?? "")]
             for table in tables {
                 lines.append("  \(table.name): \(table.deleted) deleted, \(table.updated) updated, \(table.inserted) inserted")
             }
@@ -41,11 +41,13 @@ extension SeedDiff {
         let delta = folder.appendingPathComponent("seed.delta").path
         switch try SeedDeltaBuilder.build(from: old.path, to: new.path, into: delta) {
         case .built(let built):
-            let compressed = folder.appendingPathComponent("seed.delta.gz").path
+            let codec = Codecs.written
+            let compressedName = "seed.delta" + codec.fileSuffix
+            let compressed = folder.appendingPathComponent(compressedName).path
             let written = try during(.buildDelta, path: compressed) { () throws -> Int64 in
                 let source = try FileSystem.openRegularFile(delta)
-                let target = try FileSystem().openDirectory(folder, create: false).createExclusive("seed.delta.gz")
-                return try Gzip.compress(from: source.raw, to: target.raw).written
+                let target = try FileSystem().openDirectory(folder, create: false).createExclusive(compressedName)
+                return try codec.compress(from: source.raw, to: target.raw).written
             }
             return DeltaSize(bytes: built.size, compressedBytes: written, tables: built.tables, notExpressible: nil)
         case .notExpressible(let reason): return DeltaSize(bytes: nil, compressedBytes: nil, tables: [], notExpressible: reason)

@@ -225,9 +225,10 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     }
 
     /// The database file at `url`: the file itself, or for a compressed seed file
-    /// (`<name>.sqlite.gz`) a checked, decompressed copy that lives as long as the value.
+    /// (`<name>.sqlite` and a codec's suffix) a checked, decompressed copy that lives as long as the value.
     static func databaseFile(_ url: URL) throws -> Seed.DatabaseFile {
-        guard url.isFileURL, url.lastPathComponent.hasSuffix(".sqlite.gz") else { return Seed.DatabaseFile(path: url.path) }
+        let name = url.lastPathComponent
+        guard url.isFileURL, Codecs.all.contains(where: { name.hasSuffix(".sqlite" + $0.fileSuffix) }) else { return Seed.DatabaseFile(path: url.path) }
         return try Seed(at: url).databaseFile()
     }
 

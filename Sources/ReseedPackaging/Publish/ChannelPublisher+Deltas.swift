@@ -72,19 +72,19 @@ extension ChannelPublisher {
         }
         let full = manifest.compressed?.size ?? manifest.size
         // Checked before the file takes its name: a delta too heavy to publish never replaces one the live channel.json names.
-        guard let file = try publishGzip(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true, limit: full / 2) else {
+        guard let file = try publishCompressed(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true, limit: full / 2) else {
             return .failure(Skipped(message: "the delta weighs more than half the \(manifest.compressed == nil ? "" : "compressed ")seed's \(full) bytes"))
         }
         return .success(ChannelManifest.Delta(fromVersion: release.version, fromContentHash: summary.fromContentHash, file: file))
     }
 
-    /// Compresses the file at `sourcePath` into the channel file `name` (temp file, fsync, rename, folder
+    /// Compresses the file at `sourcePath` with ``Codecs/written`` into the channel file `name` (temp file, fsync, rename, folder
     /// fsync), unless the folder holds it already with the same bytes. When `name` exists with other
     /// bytes: an error (a client may be downloading it: a published file never changes), unless
     /// `replacing` (a delta, which only this publish's manifest will name; a client downloading the
     /// old one finds its SHA-256 wrong and falls back to the full seed).
     /// Returns nil, writing nothing under `name`, when the compressed file is over `limit` bytes.
-    func publishGzip(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
+    func publishCompressed(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
         throws(ReseedError) -> ChannelManifest.File?
     {
         let temporary = Directory.temporaryName(for: name)
@@ -93,7 +93,7 @@ extension ChannelPublisher {
         let written = try during(.publish, path: target) { () throws -> FileFacts in
             let source = try FileSystem.openRegularFile(sourcePath)
             try directory.writeTemporary(temporary, write: { fd in
-                _ = try Gzip.compress(from: source.raw, to: fd)
+                _ = try Codecs.written.compress(from: source.raw, to: fd)
             }, check: { _ in })
             return try FileFacts(path: directory.path(temporary))
         }

@@ -84,7 +84,7 @@ public struct ChannelPublisher: Sendable {
         let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
         var manifest = ChannelManifest(seed: seed.manifest, file: file)
         let earlier = previousReleases(of: manifest, in: directory)
-        let compressedFile = file + ".gz"
+        let compressedFile = file + Codecs.written.fileSuffix
         try during(.publish, path: channel.path) {
             for name in [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile) {
                 try directory.removeTemporaryFiles(for: name)
@@ -92,7 +92,7 @@ public struct ChannelPublisher: Sendable {
         }
         let copied = try copySeed(seed, as: file, into: directory)
         manifest.contentHash = try checkContentHash(of: file, seed: seed, in: directory)
-        if compresses { manifest.compressed = try publishGzip(of: directory.path(file), as: compressedFile, in: directory) }
+        if compresses { manifest.compressed = try publishCompressed(of: directory.path(file), as: compressedFile, in: directory) }
         var skipped: [(fromVersion: String, reason: String)] = []
         for release in earlier.prefix(deltas) {
             switch try publishDelta(from: release, to: manifest, in: directory) {
@@ -129,7 +129,7 @@ public struct ChannelPublisher: Sendable {
             try directory.writeDurably(file, write: { destinationFD, temporary in
                 // A compressed seed is published decompressed: the database its manifest describes.
                 try during(.publish, path: seed.fileURL.path) {
-                    try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(Gzip.Failure) in
+                    try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
                         try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: true)
                     }
                 }

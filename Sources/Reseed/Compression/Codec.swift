@@ -1,0 +1,60 @@
+/// A way a seed file or a channel file is compressed: gzip today. A new codec (zstd, LZFSE) is
+/// one type conforming to this protocol, in this folder, plus its name as a case of
+/// ``SeedManifest/Compression`` (which ``Codecs/all`` lists); nothing outside this folder names one.
+///
+/// Both directions stream between two descriptors through bounded buffers: a seed of any size is
+/// never held in memory, and the same input gives the same bytes on every platform and run.
+package protocol Codec: Sendable {
+    /// The name manifests and channel files give the codec (`"gzip"`).
+    var name: String { get }
+    /// The suffix of a file it compressed (`".gz"`).
+    var fileSuffix: String { get }
+
+    /// Compresses everything `sourceFD` reads into `destinationFD`.
+    ///
+    /// - Returns: the bytes read and written.
+    /// - Throws: ``CodecFailure``.
+    func compress(from sourceFD: Int32, to destinationFD: Int32) throws(CodecFailure) -> (read: Int64, written: Int64)
+
+    /// Decompresses `sourceFD` into `destinationFD`, refusing past `limit` bytes out
+    /// (``CodecFailure/tooLong(limit:)``: a bomb never inflates more than `limit + 1` bytes).
+    ///
+    /// - Parameters:
+    ///   - hashing: whether to compute the SHA-256 of the decompressed bytes.
+    ///   - progress: called with the decompressed bytes written so far.
+    /// - Throws: ``CodecFailure``: ``CodecFailure/io(_:)`` for a failed read or write, the others
+    ///   for a stream that does not decode (a verdict on the input).
+    func decompress(
+        from sourceFD: Int32, to destinationFD: Int32, limit: Int64, hashing: Bool, progress: (@Sendable (Int64) -> Void)?
+    ) throws(CodecFailure) -> FileCopier.Result
+}
+
+/// The codecs this Reseed reads and writes: one per case of ``SeedManifest/Compression``.
+package enum Codecs {
+    /// Every codec.
+    package static let all: [any Codec] = SeedManifest.Compression.allCases.map(\.codec)
+
+    /// The codec `reseed package --compress` and `reseed publish` write.
+    package static var written: any Codec { SeedManifest.Compression.written.codec }
+
+    /// The codec called `name`; nil for one this Reseed does not know.
+    package static func named(_ name: String) -> (any Codec)? {
+        all.first { $0.name == name }
+    }
+}
+
+/// gzip (RFC 1952: one member around raw deflate) over the system zlib: see ``Gzip``.
+struct GzipCodec: Codec {
+    var name: String { Gzip.name }
+    var fileSuffix: String { Gzip.fileSuffix }
+
+    func compress(from sourceFD: Int32, to destinationFD: Int32) throws(CodecFailure) -> (read: Int64, written: Int64) {
+        try Gzip.compress(from: sourceFD, to: destinationFD)
+    }
+
+    func decompress(
+        from sourceFD: Int32, to destinationFD: Int32, limit: Int64, hashing: Bool, progress: (@Sendable (Int64) -> Void)?
+    ) throws(CodecFailure) -> FileCopier.Result {
+        try Gzip.decompress(from: sourceFD, to: destinationFD, limit: limit, hashing: hashing, progress: progress)
+    }
+}
