@@ -34,17 +34,13 @@ extension ReseedCommand {
                 let source = try preferences.recordedSource(of: storeName)
                 let storeURL = dataDirectory.appendingPathComponent(storeName + ".sqlite")
                 let size = (try? FileManager.default.attributesOfItem(atPath: storeURL.path)[.size] as? Int64) ?? nil
-                // The launcher's decision, without opening the store: a store the preferences do not
-                // record counts as one a launch installs (a launch may find it holds the shipped seed).
-                let state: Decision.StoreState = if size == nil { .missing } else {
-                    try .judging(storeURL.lastPathComponent, in: FileSystem().openDirectory(dataDirectory, create: false))
+                // The launcher's own decision, found as a launch finds it, writing nothing.
+                var configuration = Launcher.Configuration()
+                configuration.preferencesURL = preferences.url
+                let decision = try shipped.map { _ in
+                    try Launcher(seed: store.seedURL(project), dataDirectory: dataDirectory, configuration: configuration).plannedDecision()
                 }
-                let matches = shipped.map { shipped in
-                    Decision.decide(
-                        name: shipped.name, version: shipped.version, source: .bundle,
-                        recorded: recorded.map { Decision.Recorded(version: $0, source: source ?? .bundle) }, store: state
-                    ).writesNothing
-                }
+                let matches = decision?.writesNothing
                 let preferencesState: String = switch contents {
                 case .missing: "missing"
                 case .valid: "valid"
@@ -58,6 +54,7 @@ extension ReseedCommand {
                 if json {
                     try Terminal.out(json: Report(
                         name: storeName, recordedVersion: recorded, source: source, shippedVersion: shipped?.version, upToDate: matches,
+                        decision: decision.map(Self.action), reason: decision.flatMap(Self.reason),
                         store: storeURL.path, storePresent: size != nil, storeSize: size, preferences: preferences.url.path,
                         preferencesState: preferencesState, userStore: user))
                     return
@@ -65,8 +62,34 @@ extension ReseedCommand {
                 try Terminal.out("store:     \(storeURL.path) " + (size.map { "(\($0) bytes)" } ?? "(missing)"))
                 try Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
                 try Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
-                if let matches { try Terminal.out(matches ? "up to date" : "a launch will install the shipped seed") }
+                if let decision { try Terminal.out(Self.sentence(decision)) }
                 if let user { try Terminal.out(Self.lines(user)) }
+            }
+        }
+
+        static func action(_ decision: Decision) -> String {
+            switch decision {
+            case .upToDate: "upToDate"
+            case .keepDownloaded: "keepDownloaded"
+            case .recordVersion: "recordVersion"
+            case .install: "install"
+            }
+        }
+
+        static func reason(_ decision: Decision) -> String? {
+            switch decision {
+            case .upToDate, .keepDownloaded: nil
+            case .recordVersion(let reason), .install(let reason, _): reason.rawValue
+            }
+        }
+
+        /// The decision as the human output's line.
+        static func sentence(_ decision: Decision) -> String {
+            switch decision {
+            case .upToDate: "up to date"
+            case .keepDownloaded(let version): "up to date: a launch keeps the downloaded \(version), which the shipped seed is not newer than"
+            case .recordVersion(let reason): "a launch will record the shipped version, which the store holds (\(reason.rawValue))"
+            case .install(let reason, _): "a launch will install the shipped seed (\(reason.rawValue))"
             }
         }
 
@@ -93,6 +116,10 @@ extension ReseedCommand.Status {
         @NullWhenNil var source: SeedSource?
         @NullWhenNil var shippedVersion: String?
         @NullWhenNil var upToDate: Bool?
+        /// What a launch would do: `upToDate`, `keepDownloaded`, `recordVersion` or `install`.
+        @NullWhenNil var decision: String?
+        /// Why it would install or record (a ``LaunchOutcome/Reason``).
+        @NullWhenNil var reason: String?
         var store: String
         var storePresent: Bool
         @NullWhenNil var storeSize: Int64?

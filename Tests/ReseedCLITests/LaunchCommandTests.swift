@@ -107,6 +107,41 @@ import Testing
         #expect(try Data(contentsOf: store) == garbage)
     }
 
+    /// `reseed status` shows the decision a launch then makes, reason included: the launcher's own
+    /// decision, found as a launch finds it (corrupt preferences, a store that holds the shipped
+    /// seed without a record, a newer shipped seed).
+    @Test func statusShowsTheDecisionALaunchThenMakes() throws {
+        let sandbox = try TemporaryDirectory()
+        let data = sandbox.appending("data")
+        let old = try itemsSeed("1.0.0", in: sandbox)
+        let new = try itemsSeed("2.0.0", in: sandbox)
+        _ = try ReseedBinary.run(["launch", "--seed", old.manifestURL.path, "--data-dir", data.path])
+        let preferences = data.appendingPathComponent("preferences.json")
+        for (label, seed, expected, prepare) in [
+            ("a newer shipped seed", new, "install", { () throws -> Void in }),
+            ("corrupt preferences", new, "install", { try Data("{not json".utf8).write(to: preferences) }),
+            ("no preferences, the store holds an older seed", new, "install", { try FileManager.default.removeItem(at: preferences) }),
+            ("no preferences, the store holds the shipped seed", old, "recordVersion", { try FileManager.default.removeItem(at: preferences) }),
+        ] as [(String, Seed, String, () throws -> Void)] {
+            try prepare()
+            let status = try ReseedBinary.run(["status", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"])
+            #expect(status.status == 0, "\(label): \(status.stderr)")
+            let shown = try jsonObject(status.stdout)
+            let human = try ReseedBinary.run(["status", "--seed", seed.manifestURL.path, "--data-dir", data.path])
+            let launched = try jsonObject(try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
+            let reason = try #require(launched["reason"] as? String, "\(label): \(launched)")
+            #expect(shown["reason"] as? String == reason, "\(label): \(shown) then \(launched)")
+            #expect(shown["decision"] as? String == expected, "\(label)")
+            let line = expected == "install" ? "a launch will install the shipped seed (\(reason))" : "a launch will record the shipped version, which the store holds (\(reason))"
+            #expect(human.stdout.contains(line), "\(label): \(human.stdout)")
+            // The old seed back, recorded, for the next case.
+            _ = try ReseedBinary.run(["launch", "--seed", old.manifestURL.path, "--data-dir", data.path])
+        }
+        let upToDate = try jsonObject(try ReseedBinary.run(["status", "--seed", old.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
+        #expect(upToDate["decision"] as? String == "upToDate")
+        #expect(upToDate["reason"] is NSNull)
+    }
+
     @Test func launchWithNoFlagsUsesTheRepositoryExample() throws {
         let sandbox = try TemporaryDirectory()
         let root = ReseedBinary.packageRoot

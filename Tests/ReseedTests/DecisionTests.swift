@@ -20,9 +20,9 @@ import Testing
         var testDescription: String { label }
 
         func decide() -> Decision {
-            Decision.decide(name: "items", version: version, source: source, recorded: recorded, store: store,
-                            embedded: embedded, preferencesMovedAside: movedAside, forcing: forcing,
-                            storeHoldsUserTables: holdsUserTables)
+            Decision.decide(.init(name: "items", version: version, source: source, recorded: recorded, store: store,
+                                  embedded: embedded, preferencesMovedAside: movedAside, forcing: forcing,
+                                  storeHoldsUserTables: holdsUserTables))
         }
     }
 
@@ -129,11 +129,14 @@ import Testing
                 for store in [Decision.StoreState.missing, .notSQLite, .sqlite] {
                     for forcing in [nil, LaunchOutcome.Reason.storeInvalid] {
                         for movedAside in [false, true] {
+                            let found = Decision.Found(name: "items", version: "2.0.0", source: source, recorded: recorded, store: store,
+                                                       preferencesMovedAside: movedAside, forcing: forcing)
                             let decisions = Set(embeddings.map { embedded in
-                                Decision.decide(name: "items", version: "2.0.0", source: source, recorded: recorded, store: store,
-                                                embedded: embedded, preferencesMovedAside: movedAside, forcing: forcing)
+                                var withEmbedded = found
+                                withEmbedded.embedded = embedded
+                                return Decision.decide(withEmbedded)
                             })
-                            let looks = Decision.looksAtEmbeddedMetadata(source: source, recorded: recorded, store: store, forcing: forcing)
+                            let looks = found.looksAtEmbeddedMetadata
                             let expected = source == .bundle && recorded == nil && store == .sqlite && forcing == nil
                             #expect(looks == expected, "\(source) \(String(describing: recorded)) \(store) \(String(describing: forcing))")
                             if looks {

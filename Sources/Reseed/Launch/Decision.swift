@@ -2,12 +2,11 @@
 /// preferences record and what the store file is, with no I/O.
 ///
 /// The launcher (``Launcher/prepare()``), the install of a downloaded seed and `reseed status`
-/// all decide with ``decide(name:version:source:recorded:store:embedded:preferencesMovedAside:forcing:storeHoldsUserTables:)``;
-/// the code that acts on the decision does the I/O.
+/// all decide with ``decide(_:)`` from one ``Found`` value; the code that acts on the decision does the I/O.
 ///
 /// ```swift
-/// let decision = Decision.decide(name: "triage", version: "2.0.0", source: .bundle,
-///                                recorded: .init(version: "2.0.0", source: .bundle), store: .sqlite)
+/// let decision = Decision.decide(.init(name: "triage", version: "2.0.0", source: .bundle,
+///                                      recorded: .init(version: "2.0.0", source: .bundle), store: .sqlite))
 /// // .upToDate
 /// ```
 package enum Decision: Sendable, Hashable {
@@ -41,42 +40,70 @@ package enum Decision: Sendable, Hashable {
         }
     }
 
-    /// Decides what to do with the store.
+    /// Everything a decision is made from: what was offered, and what was found before deciding.
+    package struct Found: Sendable, Hashable {
+        /// The store name of the offered seed.
+        package var name: String
+        /// The offered seed's version.
+        package var version: String
+        /// Where the offered seed comes from: the bundle at launch, a download at run time.
+        package var source: SeedSource
+        /// What the preferences record; nil when nothing is (no file, no entry, a corrupt or oversized file).
+        package var recorded: Recorded?
+        /// What the store file is.
+        package var store: StoreState
+        /// The store's own metadata, consulted only when ``looksAtEmbeddedMetadata`` says so.
+        package var embedded: SeedMetadata?
+        /// The preferences were corrupt and were moved aside.
+        package var preferencesMovedAside = false
+        /// Install for this reason whatever the rest says (the store failed to open).
+        package var forcing: LaunchOutcome.Reason?
+        /// A user store is configured and the store file still holds the user's tables (now
+        /// copied to the user store): the seed must replace it.
+        package var storeHoldsUserTables = false
+
+        package init(
+            name: String, version: String, source: SeedSource, recorded: Recorded?, store: StoreState,
+            embedded: SeedMetadata? = nil, preferencesMovedAside: Bool = false, forcing: LaunchOutcome.Reason? = nil,
+            storeHoldsUserTables: Bool = false
+        ) {
+            self.name = name
+            self.version = version
+            self.source = source
+            self.recorded = recorded
+            self.store = store
+            self.embedded = embedded
+            self.preferencesMovedAside = preferencesMovedAside
+            self.forcing = forcing
+            self.storeHoldsUserTables = storeHoldsUserTables
+        }
+
+        /// Whether the decision looks at the store's embedded metadata: only then is the store
+        /// opened as a database before deciding (the up-to-date path reads no database pages).
+        package var looksAtEmbeddedMetadata: Bool {
+            forcing == nil && source == .bundle && recorded == nil && store == .sqlite
+        }
+    }
+
+    /// Decides what to do with the store from what was `found`.
     ///
     /// Up to date: the recorded version is the offered one and the store starts with the SQLite
     /// header. A bundled seed leaves a recorded download alone unless it is newer by SemVer
     /// precedence (or the store is missing or not SQLite). A downloaded seed is always installed
     /// from its verified bytes when its version is not the recorded one.
-    ///
-    /// - Parameters:
-    ///   - name: the store name of the offered seed.
-    ///   - version: the offered seed's version.
-    ///   - source: where the offered seed comes from: the bundle at launch, a download at run time.
-    ///   - recorded: what the preferences record; nil when nothing is (no file, no entry, a corrupt
-    ///     or oversized file).
-    ///   - store: what the store file is.
-    ///   - embedded: the store's own metadata, consulted only when
-    ///     ``looksAtEmbeddedMetadata(source:recorded:store:forcing:)`` says so.
-    ///   - preferencesMovedAside: the preferences were corrupt and were moved aside.
-    ///   - forced: install for this reason whatever the rest says (the store failed to open).
-    ///   - storeHoldsUserTables: a user store is configured and the store file still holds the
-    ///     user's tables (now copied to the user store): the seed must replace it.
-    package static func decide(
-        name: String, version: String, source: SeedSource, recorded: Recorded?, store: StoreState,
-        embedded: SeedMetadata? = nil, preferencesMovedAside: Bool = false, forcing forced: LaunchOutcome.Reason? = nil,
-        storeHoldsUserTables: Bool = false
-    ) -> Decision {
+    package static func decide(_ found: Found) -> Decision {
+        let (version, recorded, store) = (found.version, found.recorded, found.store)
         // The store's embedded metadata counts only where callers are told to read it.
-        let embedded = looksAtEmbeddedMetadata(source: source, recorded: recorded, store: store, forcing: forced) ? embedded : nil
-        if let forced { return .install(reason: forced, previousVersion: recorded?.version) }
-        if storeHoldsUserTables, store == .sqlite {
+        let embedded = found.looksAtEmbeddedMetadata ? found.embedded : nil
+        if let forced = found.forcing { return .install(reason: forced, previousVersion: recorded?.version) }
+        if found.storeHoldsUserTables, store == .sqlite {
             return .install(reason: .userDataMoved, previousVersion: recorded?.version ?? embedded?.version)
         }
         if let recorded {
             if recorded.version == version, store == .sqlite { return .upToDate }
             // A missing or non-SQLite store is no reason to keep anything; a store that fails to
             // open comes back here forced.
-            if source == .bundle, recorded.source == .download, store == .sqlite,
+            if found.source == .bundle, recorded.source == .download, store == .sqlite,
                !SeedVersion(version).isNewer(than: SeedVersion(recorded.version)) {
                 return .keepDownloaded(version: recorded.version)
             }
@@ -87,27 +114,18 @@ package enum Decision: Sendable, Hashable {
             }
             return .install(reason: reason, previousVersion: recorded.version)
         }
+        let unrecorded: LaunchOutcome.Reason = found.preferencesMovedAside ? .preferencesCorrupt : .preferencesMissing
         switch store {
         case .missing:
-            return .install(reason: preferencesMovedAside ? .preferencesCorrupt : .fresh, previousVersion: nil)
+            return .install(reason: found.preferencesMovedAside ? .preferencesCorrupt : .fresh, previousVersion: nil)
         case .notSQLite:
-            return .install(reason: preferencesMovedAside ? .preferencesCorrupt : .storeInvalid, previousVersion: nil)
+            return .install(reason: found.preferencesMovedAside ? .preferencesCorrupt : .storeInvalid, previousVersion: nil)
         case .sqlite:
-            let unrecorded: LaunchOutcome.Reason = preferencesMovedAside ? .preferencesCorrupt : .preferencesMissing
-            if let embedded, embedded.name == name, embedded.version == version {
+            if let embedded, embedded.name == found.name, embedded.version == version {
                 return .recordVersion(reason: unrecorded)
             }
             return .install(reason: unrecorded, previousVersion: embedded?.version)
         }
-    }
-
-    /// Whether ``decide(name:version:source:recorded:store:embedded:preferencesMovedAside:forcing:storeHoldsUserTables:)``
-    /// looks at the store's embedded metadata: only then is the store opened as a database before
-    /// deciding (the up-to-date path reads no database pages).
-    package static func looksAtEmbeddedMetadata(
-        source: SeedSource, recorded: Recorded?, store: StoreState, forcing forced: LaunchOutcome.Reason? = nil
-    ) -> Bool {
-        forced == nil && source == .bundle && recorded == nil && store == .sqlite
     }
 
     /// True when acting on the decision writes nothing: the store is up to date, or keeps a download.

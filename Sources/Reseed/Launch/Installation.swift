@@ -31,13 +31,12 @@ struct Installation {
         let state = try storeState()
         // With a user store: an unusable one kept aside, the user's tables copied out of the store.
         let user = try prepareUserStore(recorded: recorded, storeState: state)
-        let embedded = Decision.looksAtEmbeddedMetadata(source: source, recorded: recorded, store: state, forcing: forcedReason)
-            ? try? SeedMetadata.read(path: storePath) : nil
-        // Step 2, decide.
-        let decision = Decision.decide(
+        var found = Decision.Found(
             name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-            embedded: embedded, preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing,
-            storeHoldsUserTables: user.storeHoldsUserTables)
+            preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables)
+        if found.looksAtEmbeddedMetadata { found.embedded = try? SeedMetadata.read(path: storePath) }
+        // Step 2, decide.
+        let decision = Decision.decide(found)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
@@ -67,7 +66,12 @@ struct Installation {
 
     /// The version and source recorded for this store, when the preferences are valid and have them.
     func recorded(_ contents: PreferencesFile.Contents, _ entries: [String: PreferencesFile.Entry]) -> Decision.Recorded? {
-        guard case .valid = contents, let entry = entries[manifest.name], let version = entry.version else { return nil }
+        Self.recorded(contents, entries, name: manifest.name)
+    }
+
+    /// What the preferences read as `contents` and `entries` record for store `name`.
+    static func recorded(_ contents: PreferencesFile.Contents, _ entries: [String: PreferencesFile.Entry], name: String) -> Decision.Recorded? {
+        guard case .valid = contents, let entry = entries[name], let version = entry.version else { return nil }
         return Decision.Recorded(version: version, source: entry.source ?? .bundle, userStore: entry.userStore)
     }
 

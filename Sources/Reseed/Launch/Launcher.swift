@@ -125,6 +125,34 @@ public struct Launcher: Sendable {
             .run(forcing: forcedReason)
     }
 
+    /// What a launch would decide now, from what it would find, writing nothing: the decision
+    /// `reseed status` shows.
+    ///
+    /// Read as a launch reads them: the preferences (corrupt ones count as moved aside, as a launch
+    /// would move them), the store's first 16 bytes, and its embedded metadata only where a launch
+    /// would read it. Taken without the store's lock; a user store's import and legacy stores are
+    /// not looked at.
+    ///
+    /// - Throws: ``ReseedError`` when the seed's manifest or the preferences cannot be read.
+    package func plannedDecision() throws(ReseedError) -> Decision {
+        let manifest = try Seed(at: seedURL).manifest
+        let (contents, entries) = try preferences.readEntries()
+        let store: Decision.StoreState
+        if let directory = try? FileSystem().openDirectory(dataDirectory, create: false) {
+            store = try .judging(manifest.storeFileName, in: directory)
+        } else {
+            store = .missing
+        }
+        let corrupt = if case .corrupt = contents { true } else { false }
+        var found = Decision.Found(
+            name: manifest.name, version: manifest.version, source: .bundle,
+            recorded: Installation.recorded(contents, entries, name: manifest.name), store: store, preferencesMovedAside: corrupt)
+        if found.looksAtEmbeddedMetadata {
+            found.embedded = try? SeedMetadata.read(path: dataDirectory.appendingPathComponent(manifest.storeFileName).path)
+        }
+        return Decision.decide(found)
+    }
+
     /// Removes, under the store's lock, temporary files an interrupted install or live replacement left.
     ///
     /// A launch that installs does this itself; the up-to-date path does not look, so a

@@ -35,8 +35,9 @@ extension Installation {
         }
         let state = try storeState()
         let user = try prepareUserStore(recorded: recorded, storeState: state)
-        let decision = Decision.decide(name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-                                       forcing: user.forcing, storeHoldsUserTables: user.storeHoldsUserTables)
+        let decision = Decision.decide(.init(
+            name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
+            forcing: user.forcing, storeHoldsUserTables: user.storeHoldsUserTables))
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: nil)
         if needsRecording(decision, recorded: recorded), let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
         user.report(in: &outcome)
