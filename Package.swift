@@ -73,7 +73,11 @@ let package = Package(
         .testTarget(
             name: "ReseedTests",
             // CZlib: the gzip tests build a deflate stream zlib's own way (a bomb of flushed blocks).
-            dependencies: ["Reseed", "CZlib", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            // Logging: the preferences tests call the file's writer, which takes a Logger.
+            dependencies: [
+                "Reseed", "CZlib", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "ReseedPackagingTests",
             dependencies: ["ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

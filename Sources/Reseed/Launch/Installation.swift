@@ -124,22 +124,19 @@ struct Installation {
         try .judging(storeName, in: directory)
     }
 
-    /// The preferences key of the installed seed's content hash (``SeedManifest/contentHash``), in the store's entry.
-    static let contentHashKey = "contentHash"
-
     /// Step 5: records the seed's version and source; returns where corrupt preferences were moved, if they were.
     ///
     /// With a user store, the entry also says the store file holds no user tables (`"userStore"`);
     /// without one, a `"userStore"` an earlier launch recorded is cleared. The seed's content hash
     /// is recorded when its manifest has one, and an earlier one cleared when it has none.
     func recordVersion() throws(ReseedError) -> URL? {
-        var values: [(key: String, json: String)] = [("version", JSONNode.quote(manifest.version)), ("source", JSONNode.quote(source.rawValue))]
-        if let userStore = configuration.userStore { values.append(("userStore", JSONNode.quote(userStore.name))) }
+        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)]
+        if let userStore = configuration.userStore { changes.append(.userStore(userStore.name)) }
         // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
-        if let contentHash = manifest.contentHash { values.append((Self.contentHashKey, JSONNode.quote(contentHash))) }
-        var clearing = configuration.userStore == nil ? ["userStore"] : []
-        if manifest.contentHash == nil { clearing.append(Self.contentHashKey) }
-        return try preferences.record(values, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
+        if let contentHash = manifest.contentHash { changes.append(.contentHash(contentHash)) }
+        var clearing: [PreferencesFile.Entry.Field] = configuration.userStore == nil ? [.userStore] : []
+        if manifest.contentHash == nil { clearing.append(.contentHash) }
+        return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
     }
 
     /// Step 5 is due when the store changed, the preferences did not say what it holds, or they

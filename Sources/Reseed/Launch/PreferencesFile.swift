@@ -68,18 +68,7 @@ public struct PreferencesFile: Sendable {
     var fileName: String { url.lastPathComponent }
     var lockName: String { ".\(fileName).reseed-lock" }
 
-    /// What the file records for one store.
-    struct Entry: Sendable, Equatable {
-        /// The installed seed version, when the entry has a string `"version"`.
-        var version: String?
-        /// Where that seed came from, when the entry says (nil for entries written before Reseed recorded it).
-        var source: SeedSource?
-        /// The user store the seed was installed or kept for (see ``Launcher/UserStore``): set, the
-        /// store file holds no user tables. Nil for a single-file store.
-        var userStore: String?
-        /// The whole entry, for the keys other parts of Reseed keep there (a channel's validators).
-        var node: JSONNode
-    }
+
 
     /// Reads the file. Reading needs no lock: writers replace it atomically.
     ///
@@ -148,11 +137,9 @@ public struct PreferencesFile: Sendable {
         if case .object(let stores)? = root[key]?.value {
             // A repeated store name: the last entry counts, as for every key (and as JSONEdit writes it).
             for store in stores {
-                let version = store.value["version"]?.string
-                versions[store.key] = version
-                entries[store.key] = Entry(
-                    version: version, source: store.value["source"]?.string.flatMap(SeedSource.init(rawValue:)),
-                    userStore: store.value["userStore"]?.string, node: store.value)
+                let entry = Entry(node: store.value)
+                versions[store.key] = entry.version
+                entries[store.key] = entry
             }
         }
         return (.valid(versions: versions), entries)
@@ -165,18 +152,19 @@ public struct PreferencesFile: Sendable {
     /// corrupt there is moved aside first and its new location returned. A file
     /// over the size limit is left untouched and nothing is recorded (logged as a warning).
     func record(version: String, source: SeedSource, for name: String, timeout: Duration, logger: Logger) throws(ReseedError) -> URL? {
-        try record([("version", JSONNode.quote(version)), ("source", JSONNode.quote(source.rawValue))], for: name, timeout: timeout, logger: logger)
+        try record([.version(version), .source(source)], for: name, timeout: timeout, logger: logger)
     }
 
-    /// Sets keys of the store `name`'s entry to values given as JSON text, in one atomic write,
-    /// keeping every other byte of the file; as ``record(version:source:for:timeout:logger:)`` does.
+    /// Sets fields of the store `name`'s entry, in one atomic write, keeping every other byte of
+    /// the file; as ``record(version:source:for:timeout:logger:)`` does.
     ///
-    /// Each key of `clearing` the entry has with a value other than null is set to null in the same
-    /// write (decided under the lock, from the bytes being edited).
+    /// Each field of `clearing` the entry has with a value other than null is set to null in the
+    /// same write (decided under the lock, from the bytes being edited).
     func record(
-        _ values: [(key: String, json: String)], for name: String, clearing: [String] = [], timeout: Duration, logger: Logger
+        _ changes: [Change], for name: String, clearing: [Entry.Field] = [], timeout: Duration, logger: Logger
     ) throws(ReseedError) -> URL? {
-        try withLock(timeout: timeout) { target throws(ReseedError) in
+        let values = changes.map { (key: $0.field.rawValue, json: $0.json) }
+        return try withLock(timeout: timeout) { target throws(ReseedError) -> URL? in
             var movedAside: URL?
             guard case .bytes(var bytes) = try readBytes() else {
                 logger.warning("preferences file is over the size limit; left as it is, nothing recorded",
@@ -191,7 +179,7 @@ public struct PreferencesFile: Sendable {
             }
             var values = values
             if let entry = root?[Self.key]?[name] {
-                for key in clearing where entry[key].map({ $0.value != .null }) ?? false { values.append((key, "null")) }
+                for field in clearing where entry[field.rawValue].map({ $0.value != .null }) ?? false { values.append((field.rawValue, "null")) }
             }
             let updated: [UInt8]
             if var edited = bytes, var parsed = root {

@@ -23,7 +23,6 @@ struct SignedManifest: Sendable {
 /// `channel.json` published twice within one second has the same date both times, and a
 /// host without `ETag` would answer the second check `304` for good.
 struct ChannelValidators: Sendable, Equatable {
-    static let key = "channel"
 
     var url: String
     var etag: String?
@@ -38,9 +37,9 @@ struct ChannelValidators: Sendable, Equatable {
         self.version = version
     }
 
-    /// Reads them from a store's preferences entry; nil when absent or malformed.
-    init?(entry: JSONNode) {
-        guard let node = entry[Self.key], let url = node["url"]?.string, let version = node["version"]?.string else { return nil }
+    /// Reads them from the `"channel"` object of a store's preferences entry; nil when malformed.
+    init?(node: JSONNode) {
+        guard let url = node["url"]?.string, let version = node["version"]?.string else { return nil }
         self.init(url: url, etag: node["etag"]?.string, lastModified: node["lastModified"]?.string, version: version)
     }
 

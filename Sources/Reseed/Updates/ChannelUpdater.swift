@@ -315,8 +315,8 @@ public struct ChannelUpdater: Sendable {
         }
         return Context(
             launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
-            validators: entry.flatMap { ChannelValidators(entry: $0.node) },
-            contentHash: entry?.node[Installation.contentHashKey]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil },
+            validators: entry?.channel,
+            contentHash: entry?.contentHash,
             directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
     }
@@ -327,7 +327,7 @@ public struct ChannelUpdater: Sendable {
             url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: version)
         guard validators.etag != nil || validators.lastModified != nil, validators != context.validators else { return }
         _ = try context.launcher.preferences.record(
-            [(key: ChannelValidators.key, json: validators.json)], for: context.name,
+            [.channel(validators)], for: context.name,
             timeout: context.launcher.configuration.lockTimeout, logger: context.launcher.configuration.logger)
     }
 }

@@ -123,7 +123,7 @@ extension Launcher {
         }
         var fingerprint = try checked(outcome)
         if outcome.action == .upToDate,
-           let entry = try? preferences.readEntries().entries[outcome.name], entry.node["userStoreChecked"]?.string == fingerprint {
+           let entry = try? preferences.readEntries().entries[outcome.name], entry.userStoreChecked == fingerprint {
             return
         }
         var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
@@ -140,7 +140,7 @@ extension Launcher {
             UserStoreSchema.log(outcome.orphans, logger: configuration.logger)
         }
         // Remembered only to skip work: a preferences file that cannot take it costs the checks next time.
-        _ = try? preferences.record([("userStoreChecked", JSONNode.quote(fingerprint))], for: outcome.name,
+        _ = try? preferences.record([.userStoreChecked(fingerprint)], for: outcome.name,
                                     timeout: configuration.lockTimeout, logger: configuration.logger)
     }
 }

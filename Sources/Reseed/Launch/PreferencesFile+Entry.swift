@@ -1,0 +1,75 @@
+extension PreferencesFile {
+    /// One store's entry under `"reseed"`, with every field Reseed keeps typed.
+    ///
+    /// ```json
+    /// {"reseed": {"triage": {"version": "2.0.0", "source": "bundle", "userStore": "triage-user",
+    ///   "contentHash": "…", "userStoreChecked": "…", "channel": {"url": "…", "etag": "…", "version": "2.0.0"}}}}
+    /// ```
+    /// A field that is absent, null or malformed reads as nil. Fields Reseed does not know stay in
+    /// ``node`` and are written back byte for byte: ``record(_:for:clearing:timeout:logger:)``
+    /// edits only the fields it sets.
+    struct Entry: Sendable, Equatable {
+        /// The fields Reseed keeps, by their key in the entry.
+        enum Field: String, Sendable, CaseIterable {
+            case version, source, userStore, contentHash, userStoreChecked, channel
+        }
+
+        /// The installed seed version.
+        var version: String?
+        /// Where that seed came from (nil for entries written before Reseed recorded it).
+        var source: SeedSource?
+        /// The user store the seed was installed or kept for (see ``Launcher/UserStore``): set, the
+        /// store file holds no user tables. Nil for a single-file store.
+        var userStore: String?
+        /// The installed seed's ``SeedContentHash`` (64 lowercase hex digits), where a channel's
+        /// row-level delta may start from.
+        var contentHash: String?
+        /// The fingerprint of the user store's last complete check (see ``UserStoreSchema``).
+        var userStoreChecked: String?
+        /// What the last check of a channel returned, for a conditional request next time.
+        var channel: ChannelValidators?
+        /// The whole entry as read.
+        var node: JSONNode
+
+        init(node: JSONNode) {
+            self.node = node
+            version = node[Field.version.rawValue]?.string
+            source = node[Field.source.rawValue]?.string.flatMap(SeedSource.init(rawValue:))
+            userStore = node[Field.userStore.rawValue]?.string
+            contentHash = node[Field.contentHash.rawValue]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil }
+            userStoreChecked = node[Field.userStoreChecked.rawValue]?.string
+            channel = node[Field.channel.rawValue].flatMap(ChannelValidators.init(node:))
+        }
+    }
+
+    /// A field of a store's entry set to a new value, by ``record(_:for:clearing:timeout:logger:)``.
+    enum Change: Sendable, Equatable {
+        case version(String)
+        case source(SeedSource)
+        case userStore(String)
+        case contentHash(String)
+        case userStoreChecked(String)
+        case channel(ChannelValidators)
+
+        /// The field it sets.
+        var field: Entry.Field {
+            switch self {
+            case .version: .version
+            case .source: .source
+            case .userStore: .userStore
+            case .contentHash: .contentHash
+            case .userStoreChecked: .userStoreChecked
+            case .channel: .channel
+            }
+        }
+
+        /// The new value as JSON text.
+        var json: String {
+            switch self {
+            case .version(let text), .userStore(let text), .contentHash(let text), .userStoreChecked(let text): JSONNode.quote(text)
+            case .source(let source): JSONNode.quote(source.rawValue)
+            case .channel(let validators): validators.json
+            }
+        }
+    }
+}
