@@ -41,6 +41,8 @@ extension ReseedCommand {
                     try Launcher(seed: store.seedURL(project), dataDirectory: dataDirectory, configuration: configuration).plannedDecision()
                 }
                 let matches = decision?.writesNothing
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
+                let files = StoreLayout(store: storeName).files(among: names)
                 let preferencesState: String = switch contents {
                 case .missing: "missing"
                 case .valid: "valid"
@@ -54,7 +56,7 @@ extension ReseedCommand {
                 if json {
                     try Terminal.out(json: Report(
                         name: storeName, recordedVersion: recorded, source: source, shippedVersion: shipped?.version, upToDate: matches,
-                        decision: decision.map(Self.action), reason: decision.flatMap(Self.reason),
+                        decision: decision.map(Self.action), reason: decision.flatMap(Self.reason), files: files,
                         store: storeURL.path, storePresent: size != nil, storeSize: size, preferences: preferences.url.path,
                         preferencesState: preferencesState, userStore: user))
                     return
@@ -63,6 +65,10 @@ extension ReseedCommand {
                 try Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
                 try Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
                 if let decision { try Terminal.out(Self.sentence(decision)) }
+                let others = files.filter { $0.kind != .store }
+                if !others.isEmpty {
+                    try Terminal.out("beside it: " + others.map { "\($0.name) (\($0.kind.rawValue), removed by: \($0.removedBy.rawValue))" }.joined(separator: ", "))
+                }
                 if let user { try Terminal.out(Self.lines(user)) }
             }
         }
@@ -120,6 +126,8 @@ extension ReseedCommand.Status {
         @NullWhenNil var decision: String?
         /// Why it would install or record (a ``LaunchOutcome/Reason``).
         @NullWhenNil var reason: String?
+        /// The files Reseed keeps beside the store that are there, each with its kind and what removes it.
+        var files: [StoreLayout.File]
         var store: String
         var storePresent: Bool
         @NullWhenNil var storeSize: Int64?

@@ -110,7 +110,7 @@ import Testing
         let store = data.appendingPathComponent("items.sqlite").path
         let preferences = data.appendingPathComponent("preferences.json").path
         #expect(result.stdout == """
-            {"decision":null,"name":"items","preferences":"\(preferences)","preferencesState":"missing","reason":null,"recordedVersion":null,\
+            {"decision":null,"files":[],"name":"items","preferences":"\(preferences)","preferencesState":"missing","reason":null,"recordedVersion":null,\
             "shippedVersion":null,"source":null,"store":"\(store)","storePresent":false,"storeSize":null,"upToDate":null,"userStore":null}
 
             """)

@@ -140,6 +140,18 @@ import Testing
         let upToDate = try jsonObject(try ReseedBinary.run(["status", "--seed", old.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
         #expect(upToDate["decision"] as? String == "upToDate")
         #expect(upToDate["reason"] is NSNull)
+
+        // The files beside the store, each with its kind and what removes it.
+        try Data().write(to: data.appendingPathComponent(".items.sqlite.reseed-tmp-0123456789abcdef"))
+        try Data().write(to: data.appendingPathComponent("notes.txt"))
+        let listed = try jsonObject(try ReseedBinary.run(["status", "--seed", old.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
+        let files = try #require(listed["files"] as? [[String: String]])
+        #expect(files.contains(["name": "items.sqlite", "kind": "store", "removedBy": "never"]))
+        #expect(files.contains(["name": ".items.sqlite.reseed-lock", "kind": "installLock", "removedBy": "never"]))
+        #expect(files.contains(["name": ".items.sqlite.reseed-tmp-0123456789abcdef", "kind": "temporary", "removedBy": "nextLaunch"]))
+        #expect(files.allSatisfy { !($0["name"] ?? "").hasPrefix("notes") && !($0["name"] ?? "").hasPrefix("preferences") })
+        let human = try ReseedBinary.run(["status", "--seed", old.manifestURL.path, "--data-dir", data.path])
+        #expect(human.stdout.contains(".items.sqlite.reseed-tmp-0123456789abcdef (temporary, removed by: nextLaunch)"))
     }
 
     @Test func launchWithNoFlagsUsesTheRepositoryExample() throws {

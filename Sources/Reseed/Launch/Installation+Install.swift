@@ -188,7 +188,7 @@ extension Installation {
             keptAside = try keepStoreAside()
         }
         try during(.removeSidecars, path: storePath) {
-            for suffix in Self.sidecars {
+            for suffix in StoreLayout.sidecarSuffixes {
                 try directory.remove(storeName + suffix)
             }
         }
@@ -199,17 +199,9 @@ extension Installation {
         return keptAside
     }
 
-    /// The files SQLite keeps beside a database.
-    static let sidecars = ["-wal", "-shm", "-journal"]
-
-    /// The name an unusable store (or user store) is kept under: `<name>.invalid-<UTC time>-<random>`.
-    static func asideName(for name: String) -> String {
-        "\(name).invalid-\(PreferencesFile.timestamp())-\(String(format: "%08x", UInt32.random(in: .min ... .max)))"
-    }
-
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.
     private func keepStoreAside() throws(ReseedError) -> URL {
-        let name = Self.asideName(for: storeName)
+        let name = StoreLayout(storeFileName: storeName).asideName()
         try during(.replace, path: storePath) { try directory.link(storeName, to: name) }
         logger.warning("kept the unusable store aside", metadata: ["at": "\(directory.path(name))"])
         return URL(fileURLWithPath: directory.path(name), isDirectory: false)

@@ -73,7 +73,7 @@ extension Installation {
                 try legacyDirectory.move(legacyName, to: directory, as: storeName)
                 try directory.sync()
             }
-            for suffix in ["", "-wal", "-shm", "-journal"] { try legacyDirectory.remove(legacyName + suffix) }
+            for file in [legacyName] + StoreLayout.sidecars(of: legacyName) { try legacyDirectory.remove(file) }
             try legacyDirectory.sync()
         }
         logger.notice("adopted the legacy store", metadata: ["from": "\(legacyPath)", "to": "\(storePath)"])

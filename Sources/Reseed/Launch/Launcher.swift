@@ -177,7 +177,7 @@ public struct Launcher: Sendable {
 
     /// Step 1 for the store called `name`.
     func lockStore(named name: String) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
-        try lockInDataDirectory(".\(name).sqlite.reseed-lock", heldBy: "another launcher holds the store '\(name)'")
+        try lockInDataDirectory(StoreLayout(store: name).installLock, heldBy: "another launcher holds the store '\(name)'")
     }
 
     /// Opens (creating) the data directory and takes the lock file `lockName` in it, waiting up to

@@ -47,7 +47,7 @@ extension ChannelUpdater {
         let removeFiles: @Sendable () -> Void = {
             download.removeFiles()
             for name in [deltaName, appliedName] {
-                for suffix in [""] + Installation.sidecars { _ = try? directory.remove(name + suffix) }
+                for file in [name] + StoreLayout.sidecars(of: name) { _ = try? directory.remove(file) }
             }
         }
         do {

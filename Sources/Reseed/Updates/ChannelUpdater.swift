@@ -303,7 +303,7 @@ public struct ChannelUpdater: Sendable {
         let launcher = facts.launcher
         let name = facts.name
         let (directory, lock) = try launcher.lockInDataDirectory(
-            ".\(name).sqlite.reseed-update-lock", heldBy: "another update of the store '\(name)' is running")
+            StoreLayout(store: name).updateLock, heldBy: "another update of the store '\(name)' is running")
         let entry = (try? launcher.preferences.readEntries())?.entries[name]
         let storePath = directory.path(name + ".sqlite")
         // Read through SQLite, read-only: no descriptor of ours can drop the locks of a connection

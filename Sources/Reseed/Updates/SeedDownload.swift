@@ -63,7 +63,7 @@ struct SeedDownload: Sendable {
     }
 
     /// `.<name>.sqlite.reseed-download-`: the prefix of every partial download of the store.
-    static func prefix(forStore name: String) -> String { ".\(name).sqlite.reseed-download-" }
+    static func prefix(forStore name: String) -> String { StoreLayout(store: name).downloadPrefix }
 
     /// The partial file's name for a file whose SHA-256 is `sha256`.
     static func partialName(store: String, sha256: String) -> String { prefix(forStore: store) + String(sha256.prefix(16)) }

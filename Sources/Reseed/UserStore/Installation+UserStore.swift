@@ -52,7 +52,7 @@ extension Installation {
         if userState == .missing {
             // Sidecars without their database belong to no store: the new one starts without them.
             try during(.removeSidecars, path: directory.path(userStore.fileName)) {
-                for suffix in Self.sidecars { try directory.remove(userStore.fileName + suffix) }
+                for sidecar in StoreLayout.sidecars(of: userStore.fileName) { try directory.remove(sidecar) }
             }
         }
         guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
@@ -103,10 +103,10 @@ extension Installation {
 
     /// Renames a user store that is not a database to `<name>.sqlite.invalid-<time>-<random>`, with its sidecars.
     private func keepUserStoreAside(_ userStore: Launcher.UserStore) throws(ReseedError) -> URL {
-        let name = Self.asideName(for: userStore.fileName)
+        let name = StoreLayout(storeFileName: userStore.fileName).asideName()
         try during(.openUserStore, path: directory.path(userStore.fileName)) {
             // The sidecars first: a crash in between leaves the file to be kept aside again.
-            for suffix in Self.sidecars where try directory.status(userStore.fileName + suffix) != nil {
+            for suffix in StoreLayout.sidecarSuffixes where try directory.status(userStore.fileName + suffix) != nil {
                 try directory.renameNoReplace(userStore.fileName + suffix, to: name + suffix)
             }
             try directory.renameNoReplace(userStore.fileName, to: name)
