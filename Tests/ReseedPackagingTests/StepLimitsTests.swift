@@ -25,6 +25,26 @@ import Testing
         #expect(sandbox.outputFiles().isEmpty)
     }
 
+    /// A step that is a FIFO, or a link to `/dev/zero`, would never end: it is refused at once,
+    /// naming the file, and the build leaves nothing.
+    @Test(.timeLimit(.minutes(10)), arguments: ["0002_rows.sql", "0002_item.csv"])
+    func aStepThatIsNotARegularFileIsRefused(name: String) throws {
+        for target in ["fifo", "zero"] {
+            let sandbox = try MigrationsSandbox(["0001_schema.sql": itemSchema])
+            let step = sandbox.directory.appending("Migrations/\(name)")
+            if target == "fifo" {
+                try #require(mkfifo(step.path, 0o644) == 0)
+            } else {
+                try FileManager.default.createSymbolicLink(atPath: step.path, withDestinationPath: "/dev/zero")
+            }
+            let error = try #require(buildError(sandbox), "\(target)")
+            #expect(error.code == .io, "\(target)")
+            #expect(error.path?.hasSuffix(name) == true, "\(target)")
+            #expect(error.description.contains("not a regular file"), "\(target): \(error.description)")
+            #expect(sandbox.outputFiles().isEmpty)
+        }
+    }
+
     /// A `.sql` step is read a chunk at a time: a statement that never ends within SQLite's length
     /// limit fails naming its line, without reading the rest of the file into memory.
     @Test func sqlStatementLongerThanSQLitesLimitNamesItsLine() throws {

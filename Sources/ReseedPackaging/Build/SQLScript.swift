@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Reseed
 import GRDBSQLite
 
 /// A `.sql` step read a chunk at a time and cut into statements, each with the line it starts on.
@@ -9,7 +10,7 @@ import GRDBSQLite
 /// bodies are handled as SQLite handles them. The text is normalised as ``MigrationStep/checksum(of:)``
 /// reads it (BOM removed, line ends LF). Memory holds one statement and one chunk, never the file:
 /// a `sqlite3 .dump` of a large database is one statement per row.
-struct SQLScript {
+struct SQLScript: ~Copyable {
     struct Statement {
         var sql: String
         /// 1-based line of the statement's first token.
@@ -19,8 +20,10 @@ struct SQLScript {
     /// The bytes read at a time.
     static let chunkSize = 1 << 20
 
-    private let file: FileHandle
+    private let step: MigrationStep
+    private let file: OwnedDescriptor
     private let path: String
+    private let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: SQLScript.chunkSize, alignment: 16)
     /// The longest statement: SQLite's `SQLITE_LIMIT_LENGTH` on the build's connection.
     private let maxStatementBytes: Int
     private var normalizer = LineEndNormalizer()
@@ -33,17 +36,18 @@ struct SQLScript {
     private var line = 1
     private var atEnd = false
 
-    /// Opens the step at `url`.
+    /// Opens `step`'s file, which must be a regular file.
     ///
     /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be opened.
-    init(url: URL, maxStatementBytes: Int) throws(PackagingError) {
-        path = url.path
+    init(step: MigrationStep, maxStatementBytes: Int) throws(PackagingError) {
+        self.step = step
+        path = step.url.path
         self.maxStatementBytes = maxStatementBytes
-        do {
-            file = try FileHandle(forReadingFrom: url)
-        } catch {
-            throw PackagingError.io("cannot read the step", path: url.path, error: error)
-        }
+        file = try step.open()
+    }
+
+    deinit {
+        chunk.deallocate()
     }
 
     /// The next statement; nil at the end of the file.
@@ -110,18 +114,12 @@ struct SQLScript {
 
     /// Reads the next chunk into the buffer, normalised; at the end of the file, what the normaliser still holds.
     private mutating func read() throws(PackagingError) {
-        let chunk: Data?
-        do {
-            chunk = try file.read(upToCount: Self.chunkSize)
-        } catch {
-            throw PackagingError.io("cannot read the step", path: path, error: error)
-        }
-        if let chunk, !chunk.isEmpty {
-            chunk.withUnsafeBytes { normalizer.feed($0) { buffer.append(contentsOf: $0) } }
+        let count = try step.read(file.raw, into: chunk)
+        if count > 0 {
+            normalizer.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<count])) { buffer.append(contentsOf: $0) }
         } else {
             normalizer.finish { buffer.append(contentsOf: $0) }
             atEnd = true
-            try? file.close()
         }
     }
 

@@ -251,7 +251,7 @@ public struct SeedBuilder: Sendable {
                     // Read a chunk at a time, as normalised as the checksum reads it: see `MigrationStep.checksum(of:)`.
                     // The connection's own limit (a negative new value only reads it).
                     let longest = Int(sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, -1))
-                    var script = try SQLScript(url: step.url, maxStatementBytes: longest)
+                    var script = try SQLScript(step: step, maxStatementBytes: longest)
                     let writesSchema = try script.run { statement in
                         do {
                             try db.execute(sql: statement.sql)

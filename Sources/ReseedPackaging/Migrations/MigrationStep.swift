@@ -80,27 +80,52 @@ public struct MigrationStep: Sendable, Hashable {
     /// ``checksum(of:)`` of the step's file, read a chunk at a time: memory stays small whatever the
     /// file's size (a build that rejects a step after 64 MiB does not hash it from a mapping of all of it).
     ///
-    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read.
+    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read or is not a
+    ///   regular file (a FIFO or `/dev/zero` would never end).
     public func checksum() throws(PackagingError) -> String {
+        let file = try open()
+        var hasher = SHA256()
+        var normalizer = LineEndNormalizer()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try read(file.raw, into: buffer)
+            if count == 0 { break }
+            normalizer.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { hasher.update(bufferPointer: $0) }
+        }
+        normalizer.finish { hasher.update(bufferPointer: $0) }
+        return lowercaseHex(hasher.finalize())
+    }
+
+    /// Reads the step's file.
+    ///
+    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read or is not a regular file.
+    public func contents() throws(PackagingError) -> Data {
+        _ = try open()
         do {
-            let file = try FileHandle(forReadingFrom: url)
-            defer { try? file.close() }
-            var hasher = SHA256()
-            var normalizer = LineEndNormalizer()
-            while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
-                chunk.withUnsafeBytes { normalizer.feed($0) { hasher.update(bufferPointer: $0) } }
-            }
-            normalizer.finish { hasher.update(bufferPointer: $0) }
-            return lowercaseHex(hasher.finalize())
+            return try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
             throw PackagingError.io("cannot read the step", path: url.path, error: error)
         }
     }
 
-    /// Reads the step's file.
-    public func contents() throws(PackagingError) -> Data {
+    /// Opens the step's file for reading; a link is followed, but what it names must be a regular file.
+    ///
+    /// - Throws: ``PackagingError/Code/io`` naming the file.
+    func open() throws(PackagingError) -> OwnedDescriptor {
         do {
-            return try Data(contentsOf: url, options: .alwaysMapped)
+            return try FileSystem.openRegularFile(url.path)
+        } catch {
+            throw PackagingError.io("cannot read the step", path: url.path, error: error)
+        }
+    }
+
+    /// Reads up to the buffer's size from the step's descriptor `fd`; 0 at its end.
+    ///
+    /// - Throws: ``PackagingError/Code/io`` naming the file.
+    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(PackagingError) -> Int {
+        do {
+            return try Syscalls.read(fd, into: buffer)
         } catch {
             throw PackagingError.io("cannot read the step", path: url.path, error: error)
         }
