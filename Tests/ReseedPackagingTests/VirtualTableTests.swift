@@ -81,6 +81,7 @@ import Testing
         let rtree = VirtualTableDefinition("CREATE VIRTUAL TABLE p USING RTREE (id, a, b)")
         #expect(rtree?.module == "rtree" && rtree?.content == nil)
         #expect(VirtualTableDefinition("CREATE VIRTUAL TABLE e USING fts5('x,y', tokenize = 'unicode61 tokenchars ''-,''')")?.arguments.count == 2)
+        #expect(VirtualTableDefinition("CREATE VIRTUAL TABLE IF NOT EXISTS main.q USING \"FTS5\"(x)")?.module == "fts5")
     }
 
     @Test func aDeltaChangesFullTextAndRTreeTablesThroughTheirModule() throws {

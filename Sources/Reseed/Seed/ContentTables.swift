@@ -97,7 +97,7 @@ struct VirtualTableDefinition: Equatable {
         // `USING` is the first word outside quotes after `CREATE VIRTUAL TABLE name`.
         let (words, open) = Self.split(scalars[...], at: " ", keepingEmpty: false, stopAt: "(")
         guard let using = words.firstIndex(where: { $0.uppercased() == "USING" }), using + 1 < words.count else { return nil }
-        module = words[using + 1].trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        module = Self.unquoted(words[using + 1].trimmingCharacters(in: .whitespacesAndNewlines)).lowercased()
         if let open, let close = scalars.lastIndex(of: ")"), open < close {
             arguments = Self.split(scalars[(open + 1)..<close], at: ",", keepingEmpty: true, stopAt: nil).parts
                 .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
