@@ -31,12 +31,11 @@ struct Installation {
         let state = try storeState()
         // With a user store: an unusable one kept aside, the user's tables copied out of the store.
         let user = try prepareUserStore(recorded: recorded, storeState: state)
-        var found = Decision.Found(
-            name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-            preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables)
-        if found.looksAtEmbeddedMetadata { found.embedded = try? SeedMetadata.read(path: storePath) }
         // Step 2, decide.
-        let decision = Decision.decide(found)
+        let decision = Self.decide(Decision.Found(
+            name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
+            preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables),
+            storePath: storePath)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
@@ -62,6 +61,14 @@ struct Installation {
             ])
         }
         return (recorded(contents, entries), movedAside)
+    }
+
+    /// The decision from `found`, with the store's embedded metadata read from `storePath` only
+    /// where the decision looks at it: the one place a launch and `reseed status` decide.
+    static func decide(_ found: Decision.Found, storePath: String) -> Decision {
+        var found = found
+        if found.looksAtEmbeddedMetadata { found.embedded = try? SeedMetadata.read(path: storePath) }
+        return Decision.decide(found)
     }
 
     /// The version and source recorded for this store, when the preferences are valid and have them.

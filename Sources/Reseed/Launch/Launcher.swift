@@ -144,13 +144,10 @@ public struct Launcher: Sendable {
             store = .missing
         }
         let corrupt = if case .corrupt = contents { true } else { false }
-        var found = Decision.Found(
+        return Installation.decide(Decision.Found(
             name: manifest.name, version: manifest.version, source: .bundle,
-            recorded: Installation.recorded(contents, entries, name: manifest.name), store: store, preferencesMovedAside: corrupt)
-        if found.looksAtEmbeddedMetadata {
-            found.embedded = try? SeedMetadata.read(path: dataDirectory.appendingPathComponent(manifest.storeFileName).path)
-        }
-        return Decision.decide(found)
+            recorded: Installation.recorded(contents, entries, name: manifest.name), store: store, preferencesMovedAside: corrupt),
+            storePath: dataDirectory.appendingPathComponent(manifest.storeFileName).path)
     }
 
     /// Removes, under the store's lock, temporary files an interrupted install or live replacement left.
