@@ -122,10 +122,8 @@ extension Launcher {
             return UserStoreSchema.fingerprint(userStore, version: outcome.version, source: outcome.source, schemaVersion: schemaVersion, foreignKeys: foreignKeys)
         }
         var fingerprint = try checked(outcome)
-        if outcome.action == .upToDate,
-           let entry = try? preferences.readEntries().entries[outcome.name], entry.userStoreChecked == fingerprint {
-            return
-        }
+        // The fingerprint as the launch read it: the preferences are not read a second time.
+        if outcome.action == .upToDate, outcome.userStoreChecked == fingerprint { return }
         var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
         outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: path)
         if !outcome.appliedMigrations.isEmpty {
