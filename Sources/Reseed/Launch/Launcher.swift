@@ -83,9 +83,9 @@ public struct Launcher: Sendable {
     /// store, the user store migrated and checked (``finishOpening(_:outcome:)``), and the repair of
     /// a store that does not open (``open(_:with:)``).
     func open(_ prepared: LaunchOutcome) throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
-        var (pool, outcome) = try open(prepared) { url in try openPool(seed: url) }
-        try finishOpening(pool, outcome: &outcome)
-        return (pool, outcome)
+        var (opened, outcome) = try open(prepared) { url in try openPoolReadingSchemaVersion(seed: url) }
+        try finishOpening(opened.pool, outcome: &outcome, schemaVersion: opened.userSchemaVersion)
+        return (opened.pool, outcome)
     }
 
     /// Opens the store `prepared` names with `open`, waiting out a moment's lock. A store that looked

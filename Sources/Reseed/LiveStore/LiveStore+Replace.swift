@@ -74,7 +74,8 @@ extension LiveStore {
                                           message: "the seed is for store '\(seed.manifest.name)', this store is '\(name)'"))
         }
         let progress: @Sendable (Int64, Int64) -> Void = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
-        let prepared = try await offload("reseed-replace") { () throws(InstallPipeline.Failure) in
+        // At a lower priority: the app goes on using the store meanwhile, and its reads come first.
+        let prepared = try await offload("reseed-replace", background: true) { () throws(InstallPipeline.Failure) in
             try Self.stage(seed, from: source, launcher: launcher, progress: progress)
         }
         defer { prepared.lock.release() }
