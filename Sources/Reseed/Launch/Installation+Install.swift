@@ -158,6 +158,10 @@ extension Installation {
             try directory.rename(temporary, to: storeName)
             try directory.sync()
         }
+        // Sidecars SQLite made for the copy under its temp name (switching a copy out of or into WAL
+        // creates them) and could not remove itself: nothing reads them now, and an up-to-date
+        // launch would never look for them. Best effort.
+        for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) }
         return keptAside
     }
 
