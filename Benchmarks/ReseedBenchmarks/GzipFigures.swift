@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 /// Figure 12: decompressing a compressed seed with Reseed's decoder (in process, to /dev/null,
 /// without and with the SHA-256 an install computes) versus `gzip -dc FILE > /dev/null`, the

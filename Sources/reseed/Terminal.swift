@@ -7,6 +7,7 @@ import Darwin
 #endif
 import Foundation
 import Reseed
+import ReseedSystem
 import Synchronization
 import SystemPackage
 

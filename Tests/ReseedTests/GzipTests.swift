@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import Reseed
+import ReseedSystem
 import ReseedTestSupport
 import Testing
 

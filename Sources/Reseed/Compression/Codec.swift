@@ -1,3 +1,5 @@
+import ReseedSystem
+
 /// A way a seed file or a channel file is compressed: gzip today. A new codec (zstd, LZFSE) is
 /// one type conforming to this protocol, in this folder, plus its name as a case of
 /// ``SeedManifest/Compression`` (which ``Codecs/all`` lists); nothing outside this folder names one.

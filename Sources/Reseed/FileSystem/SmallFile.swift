@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 import SystemPackage
 
 /// Reads a small file whole (a manifest, the preferences), refusing one larger than `limit`

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 import SystemPackage
 
 extension Installation {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 import SystemPackage
 
 /// One launch, under the store's lock: decide, and install when needed.

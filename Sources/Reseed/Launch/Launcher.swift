@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 
 /// Keeps the store in the app's data directory at the version of the seed shipped in the bundle.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 import SystemPackage
 
 /// The JSON preferences file where Reseed records which seed version each store holds.

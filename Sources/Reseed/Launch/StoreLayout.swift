@@ -1,3 +1,5 @@
+import ReseedSystem
+
 /// Every file Reseed keeps beside a store in the data directory, by name, and what removes each.
 ///
 /// For the store `triage` (`triage.sqlite`):

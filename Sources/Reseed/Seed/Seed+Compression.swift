@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 import SystemPackage
 
 extension Seed {

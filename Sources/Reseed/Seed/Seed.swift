@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// A seed on disk: its manifest and the database file the manifest names, beside it.
 ///

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import GRDBSQLite
+import ReseedSystem
 
 /// The SHA-256 of a seed's logical content: its schema and every table's rows, independent of
 /// page layout, page size, free pages, text encoding and the SQLite version that wrote the file.

@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// The manifest that travels beside a seed database: what the seed is, and how to check it.
 ///

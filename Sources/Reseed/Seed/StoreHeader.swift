@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// The first 100 bytes of a SQLite database file, decoded.
 ///

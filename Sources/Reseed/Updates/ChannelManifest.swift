@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// What a channel offers: `channel.json`, the signed description of the newest seed in a channel folder.
 ///

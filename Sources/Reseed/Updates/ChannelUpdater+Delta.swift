@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension ChannelUpdater {
     /// A seed built on the device from the installed one and a channel's delta, ready for the install.

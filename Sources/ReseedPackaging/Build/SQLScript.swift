@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import GRDBSQLite
+import ReseedSystem
 
 /// A `.sql` step read a chunk at a time and cut into statements, each with the line it starts on.
 ///

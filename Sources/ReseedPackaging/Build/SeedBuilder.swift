@@ -3,6 +3,7 @@ import GRDB
 import GRDBSQLite
 import Logging
 import Reseed
+import ReseedSystem
 
 /// Builds a seed from the steps of a `Migrations/` folder, reproducibly.
 ///

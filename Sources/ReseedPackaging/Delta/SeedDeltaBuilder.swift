@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// Builds the row-level delta that turns one release of a seed into the next (format 1, see

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 extension SeedDiff {
     /// What the row-level delta between two seeds weighs, or why there is none (`reseed diff --delta-size`).

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// Turns an existing SQLite database into a Reseed project: `reseed.json` and a `Migrations/`

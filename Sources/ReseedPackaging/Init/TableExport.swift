@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import Reseed
+import ReseedSystem
 
 /// A step file being written, through a buffer of about 1 MiB.
 final class StepFile {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Reseed
+import ReseedSystem
 
 /// One file of `Migrations/`: `NNNN_description.sql|csv|json`.
 ///

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// The key a publisher signs a channel's manifest with: an Ed25519 private key. Never ship it in an app.

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 extension ChannelPublisher {
     /// An earlier release the channel offered, which may get a delta to the new seed.

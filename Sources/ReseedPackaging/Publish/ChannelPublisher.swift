@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// Publishes a seed to a channel folder, for any static HTTP host to serve (`reseed publish`).

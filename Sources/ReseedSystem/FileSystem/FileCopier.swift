@@ -25,6 +25,11 @@ package struct FileCopier: Sendable {
         package var bytes: Int64
         /// Lowercase hex SHA-256 of the bytes read, when hashing was asked for.
         package var sha256: String?
+
+        package init(bytes: Int64, sha256: String?) {
+            self.bytes = bytes
+            self.sha256 = sha256
+        }
     }
 
     package var hashing: Bool

@@ -82,18 +82,11 @@ package struct FileSystem: Sendable {
         try performing(kind, path, body, systemError: { $0 })
     }
 
-    /// Runs one action that writes or reads a gzip stream (a compressed seed) through the observer.
+    /// Runs one action whose body fails with its own error type through the observer.
     ///
-    /// A failed system call (``CodecFailure/io(_:)``) fails the action as in
-    /// ``perform(_:_:_:)``; a stream that does not decode is a verdict on the input, not a failed
-    /// action, and passes through as the ``CodecFailure`` it is.
-    package func performCoding<T>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(CodecFailure) -> T) throws -> T {
-        try performing(kind, path, body, systemError: { failure in
-            if case .io(let errno) = failure { errno } else { nil }
-        })
-    }
-
-    private func performing<T: ~Copyable, Failure: Error>(
+    /// A failure `systemError` maps to an `Errno` fails the action as in ``perform(_:_:_:)``;
+    /// any other passes through as it is.
+    package func performing<T: ~Copyable, Failure: Error>(
         _ kind: FileAction.Kind, _ path: String, _ body: () throws(Failure) -> T, systemError: (Failure) -> Errno?
     ) throws -> T {
         let action = FileAction(kind: kind, path: path)
