@@ -12,13 +12,13 @@ package protocol Codec: Sendable {
     /// The suffix of a file it compressed (`".gz"`).
     var fileSuffix: String { get }
 
-    /// Compresses everything `sourceFD` reads into `destinationFD`.
+    /// Compresses everything `source` reads into `destination`.
     ///
     /// - Returns: the bytes read and written.
     /// - Throws: ``CodecFailure``.
-    func compress(from sourceFD: Int32, to destinationFD: Int32) throws(CodecFailure) -> (read: Int64, written: Int64)
+    func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64)
 
-    /// Decompresses `sourceFD` into `destinationFD`, refusing past `limit` bytes out
+    /// Decompresses `source` into `destination`, refusing past `limit` bytes out
     /// (``CodecFailure/tooLong(limit:)``: a bomb never inflates more than `limit + 1` bytes).
     ///
     /// - Parameters:
@@ -27,7 +27,8 @@ package protocol Codec: Sendable {
     /// - Throws: ``CodecFailure``: ``CodecFailure/io(_:)`` for a failed read or write, the others
     ///   for a stream that does not decode (a verdict on the input).
     func decompress(
-        from sourceFD: Int32, to destinationFD: Int32, limit: Int64, hashing: Bool, progress: (@Sendable (Int64) -> Void)?
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)?
     ) throws(CodecFailure) -> FileCopier.Result
 }
 
@@ -50,13 +51,14 @@ struct GzipCodec: Codec {
     var name: String { Gzip.name }
     var fileSuffix: String { Gzip.fileSuffix }
 
-    func compress(from sourceFD: Int32, to destinationFD: Int32) throws(CodecFailure) -> (read: Int64, written: Int64) {
-        try Gzip.compress(from: sourceFD, to: destinationFD)
+    func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
+        try Gzip.compress(from: source, to: destination)
     }
 
     func decompress(
-        from sourceFD: Int32, to destinationFD: Int32, limit: Int64, hashing: Bool, progress: (@Sendable (Int64) -> Void)?
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)?
     ) throws(CodecFailure) -> FileCopier.Result {
-        try Gzip.decompress(from: sourceFD, to: destinationFD, limit: limit, hashing: hashing, progress: progress)
+        try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
     }
 }

@@ -1,7 +1,5 @@
-import Crypto
 import Foundation
 import ReseedSystem
-import Synchronization
 import SystemPackage
 
 /// A database file's size, SHA-256 and header, read in one pass.
@@ -15,21 +13,15 @@ package struct FileFacts: Sendable {
     /// Reads the file at `path`; when `directory` is given, fsyncs it first through the seam (`name` is its name there).
     package init(path: String, directory: Directory? = nil, name: String? = nil) throws {
         let file = try FileSystem.openRegularFile(path)
-        let fd = file.raw
         let digest: (bytes: Int64, sha256: String)
         if let directory, let name {
             // fsync on another thread while this one hashes (from the page cache): on 2 cores, one costs nothing.
-            let syncer = BlockingThread.start("reseed-fsync") { Result { () throws in try directory.sync(fd, name: name) } }
-            let hashed = Result { () throws(FileSystemFailure) in
-                try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(fd) }
-            }
-            try syncer.join().get()
-            digest = try hashed.get()
+            digest = try FileCopier.hash(file, path: path, syncingIn: directory, name: name)
         } else {
-            digest = try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(fd) }
+            digest = try FileSystem().reading("read", path) { () throws(Errno) in try FileCopier.hash(file) }
         }
         let headerBytes = try FileSystem().reading("read", path) { () throws(Errno) in
-            try Syscalls.pread(fd, count: StoreHeader.size, at: 0)
+            try file.read(count: StoreHeader.size, at: 0)
         }
         self.size = digest.bytes
         self.sha256 = digest.sha256

@@ -171,7 +171,7 @@ extension Decision.StoreState {
             }
             guard let file = opened else { return .missing }
             let bytes = try directory.fileSystem.reading("read", storePath) { () throws(Errno) in
-                try Syscalls.pread(file.raw, count: StoreHeader.magic.count, at: 0)
+                try file.read(count: StoreHeader.magic.count, at: 0)
             }
             return StoreHeader.hasMagic(bytes) ? .sqlite : .notSQLite
         }

@@ -257,7 +257,7 @@ public struct PreferencesFile: Sendable {
         guard let info, info.kind == .symbolicLink else { return Target(directory: directory, name: fileName) }
         let resolved: String
         do {
-            resolved = try Syscalls.realpath(url.path)
+            resolved = try FileSystem.resolvingSymbolicLinks(url.path)
         } catch {
             throw ReseedError(.io, step: .recordVersion, path: url.path, errno: error,
                               message: "the preferences file is a symbolic link whose target cannot be reached")

@@ -78,12 +78,9 @@ extension ChannelUpdater {
             _ = try directory.remove(name)
             let output = try directory.createExclusive(name)
             let input = try FileSystem.openRegularFile(directory.path(compressed))
-            let (inputFD, outputFD) = (input.raw, output.raw)
             _ = try directory.fileSystem.performCoding(.copy, path) { () throws(CodecFailure) in
-                try codec.decompress(from: inputFD, to: outputFD, limit: limit, hashing: false, progress: nil)
+                try codec.decompress(from: input, to: output, limit: limit, hashing: false, progress: nil)
             }
-            withExtendedLifetime(input) {}
-            withExtendedLifetime(output) {}
         }
     }
 
@@ -110,7 +107,7 @@ extension ChannelUpdater {
         let path = directory.path(name)
         try during(.applyDelta, path: path) {
             _ = try directory.remove(name)
-            withExtendedLifetime(try directory.createExclusive(name)) {}
+            _ = try directory.createExclusive(name)
             var readOnly = GRDB.Configuration()
             readOnly.readonly = true
             let source = try DatabaseQueue(path: storePath, configuration: readOnly)

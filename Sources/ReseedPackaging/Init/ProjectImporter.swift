@@ -99,7 +99,7 @@ public struct ProjectImporter: Sendable {
         let folder = try packaging(path: directory.path) { try fileSystem.openDirectory(directory, create: true) }
         if !force { try refuseExisting(in: folder) }
         let temporary = ".reseed-init-" + UUID().uuidString
-        try packaging(path: folder.path(temporary)) { try Syscalls.mkdirat(folder.fd, temporary, FilePermissions(rawValue: 0o755)) }
+        try packaging(path: folder.path(temporary)) { try folder.makeDirectory(temporary, permissions: FilePermissions(rawValue: 0o755)) }
         defer { try? FileManager.default.removeItem(atPath: folder.path(temporary)) }
         let work = try packaging(path: folder.path(temporary)) { try fileSystem.openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
         let (steps, schema) = try writeSteps(into: work)
@@ -148,7 +148,7 @@ public struct ProjectImporter: Sendable {
         let path = source.path
         do {
             let file = try FileSystem.openRegularFile(path)
-            let header = try Syscalls.pread(file.raw, count: 16, at: 0)
+            let header = try file.read(count: 16, at: 0)
             guard StoreHeader.hasMagic(header) else {
                 throw PackagingError(.invalidArgument, path: path, message: "not a SQLite database (its first bytes are not the SQLite header)")
             }
@@ -169,7 +169,7 @@ public struct ProjectImporter: Sendable {
         let queue = try packaging(path: path) { try DatabaseQueue(path: path, configuration: configuration) }
         defer { try? queue.close() }
         let migrations = try packaging(path: work.path(Self.migrationsFolder)) {
-            try Syscalls.mkdirat(work.fd, Self.migrationsFolder, FilePermissions(rawValue: 0o755))
+            try work.makeDirectory(Self.migrationsFolder, permissions: FilePermissions(rawValue: 0o755))
             return try fileSystem.openDirectory(work.url.appendingPathComponent(Self.migrationsFolder), create: false)
         }
         return try packaging(path: path) {

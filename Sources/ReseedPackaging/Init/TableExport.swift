@@ -27,7 +27,7 @@ final class StepFile {
 
     /// Writes what the buffer holds; call once at the end.
     func flush() throws {
-        try directory.write(buffer, to: file.raw, name: name)
+        try directory.write(buffer, to: file, name: name)
         buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -125,13 +125,12 @@ public struct ChannelPublisher: Sendable {
             return false
         }
         let source = try seed.openFile(at: .publish)
-        let sourceFD = source.raw
         _ = try during(.publish, path: target) {
-            try directory.writeDurably(file, write: { destinationFD, temporary in
+            try directory.writeDurably(file, write: { destination, temporary in
                 // A compressed seed is published decompressed: the database its manifest describes.
                 try during(.publish, path: seed.fileURL.path) {
                     try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
-                        try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: true)
+                        try seed.copyDatabase(from: source, to: destination, hashing: true)
                     }
                 }
             }, check: { copied, _ in
@@ -141,7 +140,6 @@ public struct ChannelPublisher: Sendable {
                 }
             })
         }
-        withExtendedLifetime(source) {}
         return true
     }
 }
