@@ -27,12 +27,14 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
         // The system layer (the swift-nio model: a small public core over an internal system target):
         // the syscall seam, owned descriptors, durable files, the fast copy, locks, blocking threads,
-        // the byte-preserving JSON reader, and the one shape of a user's error sentence. No seed, store
-        // or channel in it; no descriptor number leaves it.
+        // the codecs (gzip), the byte-preserving JSON reader, the SQLite file header, and the one shape
+        // of a user's error sentence. No seed manifest, store install or channel in it; no descriptor
+        // number leaves it.
         .target(
             name: "ReseedSystem",
             dependencies: [
                 "CReseedSystem",
+                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
@@ -42,7 +44,6 @@ let package = Package(
                 "ReseedSystem",
                 "CReseedSystem",
                 "CReseedCurl",
-                "CZlib",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

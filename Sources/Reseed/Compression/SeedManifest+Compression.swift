@@ -1,3 +1,5 @@
+import ReseedSystem
+
 extension SeedManifest {
     /// How a seed file is compressed in the app bundle (the manifest's `"compression"`).
     public enum Compression: String, Sendable, Hashable, CaseIterable {

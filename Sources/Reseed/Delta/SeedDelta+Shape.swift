@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension SeedDelta {
     /// The names of the delta file's own tables and columns (format 1), shared by the builder and ``apply(deltaPath:to:expectedContentHash:)``.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 /// The tables of a database whose rows are its content, as the content hash, `reseed diff` and
 /// row-level deltas read them, and the shadow tables that are only a virtual table's index layout.

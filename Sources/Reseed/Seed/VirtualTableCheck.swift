@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 /// The integrity checks of the FTS and R-tree modules, which `PRAGMA integrity_check` does not run
 /// (SQLite 3.40): FTS3/4/5's `integrity-check` command and R-tree's `rtreecheck()`.

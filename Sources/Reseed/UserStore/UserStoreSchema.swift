@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 
 /// The user store's schema against the seed's: the app's migrations, the names the two share,
 /// the references into the seed.

@@ -1,4 +1,3 @@
-import ReseedSystem
 import SystemPackage
 
 extension FileSystem {

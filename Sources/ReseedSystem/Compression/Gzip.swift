@@ -1,6 +1,5 @@
 import CZlib
 import Crypto
-import ReseedSystem
 import SystemPackage
 
 /// The gzip codec of compressed seeds (RFC 1952: one member around raw deflate), over the system zlib.

@@ -1,5 +1,4 @@
 import Foundation
-import ReseedSystem
 import SystemPackage
 
 /// A database file's size, SHA-256 and header, read in one pass.

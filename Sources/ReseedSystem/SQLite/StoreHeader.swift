@@ -1,5 +1,4 @@
 import Foundation
-import ReseedSystem
 
 /// The first 100 bytes of a SQLite database file, decoded.
 ///
