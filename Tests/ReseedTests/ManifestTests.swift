@@ -1,5 +1,5 @@
 import Foundation
-import Reseed
+@testable import Reseed
 import ReseedPackaging
 import ReseedSystem
 import Testing

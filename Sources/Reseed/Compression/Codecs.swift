@@ -9,12 +9,12 @@ package enum Codecs {
     package static var written: any Codec { SeedManifest.Compression.written.codec }
 
     /// The codec called `name`; nil for one this Reseed does not know.
-    package static func named(_ name: String) -> (any Codec)? {
+    static func named(_ name: String) -> (any Codec)? {
         all.first { $0.name == name }
     }
 }
 
-/// gzip (RFC 1952: one member around raw deflate) over the system zlib: see ``Gzip``.
+/// gzip (RFC 1952: one member around raw deflate) over the system zlib: see `Gzip`.
 struct GzipCodec: Codec {
     var name: String { Gzip.name }
     var fileSuffix: String { Gzip.fileSuffix }

@@ -17,7 +17,7 @@ extension SeedManifest {
         }
 
         /// The compression of a channel file encoded as `encoding`; nil for one this Reseed does not know.
-        package init?(encoding: String) {
+        init?(encoding: String) {
             self.init(rawValue: encoding)
         }
     }

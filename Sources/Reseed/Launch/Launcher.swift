@@ -36,7 +36,7 @@ public struct Launcher: Sendable {
     public var dataDirectory: URL
     public var configuration: Configuration
     /// The seam every file action goes through (tests observe and fail actions with it).
-    package var fileSystem = FileSystem()
+    var fileSystem = FileSystem()
 
     public init(seed: URL, dataDirectory: URL, configuration: Configuration = Configuration()) {
         self.seedURL = seed

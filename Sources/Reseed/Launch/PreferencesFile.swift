@@ -122,7 +122,7 @@ public struct PreferencesFile: Sendable {
 
     /// How deep the file is kept as a tree: Reseed's own key needs 3 levels; the app's values
     /// below this are checked without recursion and kept whole (``JSONNode/Value/opaque``).
-    package static let treeDepth = 8
+    static let treeDepth = 8
 
     static func parse(_ bytes: [UInt8]?) -> (contents: Contents, entries: [String: Entry]) {
         guard let bytes else { return (.missing, [:]) }

@@ -45,7 +45,7 @@ extension Seed {
     /// let tables = try seed.withDatabaseFile { path throws(ReseedError) in try tableNames(at: path) }
     /// ```
     /// - Throws: what ``databaseFile(temporaryDirectory:checking:step:)`` throws, or what `body` threw.
-    package func withDatabaseFile<T>(
+    func withDatabaseFile<T>(
         temporaryDirectory: URL? = nil, checking: Bool = true, step: ReseedError.Step = .verify,
         _ body: (String) throws(ReseedError) -> T
     ) throws(ReseedError) -> T {
@@ -125,7 +125,7 @@ extension CodecFailure {
     /// The failure as a ``ReseedError`` at `step` about `path` (the compressed seed file):
     /// ``ReseedError/Code/verificationFailed`` for a stream that does not decompress or
     /// decompresses to too much, ``ReseedError/Code/io`` for a failed system call or zlib.
-    package func reseedError(step: ReseedError.Step, path: String?) -> ReseedError {
+    func reseedError(step: ReseedError.Step, path: String?) -> ReseedError {
         switch self {
         case .io(let errno):
             ReseedError(.io, step: step, path: path, errno: errno, message: "reading or writing the seed failed")

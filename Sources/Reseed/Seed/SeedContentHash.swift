@@ -61,8 +61,8 @@ public enum SeedContentHash {
     package struct SchemaObject: Equatable {
         package var type: String
         package var name: String
-        package var table: String
-        package var sql: String?
+        var table: String
+        var sql: String?
     }
 
     private static func hash(_ db: Database, into hasher: inout ContentHasher) throws {

@@ -191,7 +191,7 @@ extension SeedManifest {
     }
 
     /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.
-    package static func isPlainFileName(_ name: String) -> Bool {
+    static func isPlainFileName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
             && !name.contains("/") && !name.contains("\\") && !name.unicodeScalars.contains { $0.value == 0 }
     }

@@ -178,7 +178,7 @@ enum UserStoreSchema {
     }
 
     /// Per reference, the rows of `main`'s user table whose non-null value is not in `seedSchema`'s key column.
-    package static func countOrphans(_ db: Database, references: [SeedReference], seedSchema: String) throws -> [String: Int] {
+    static func countOrphans(_ db: Database, references: [SeedReference], seedSchema: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]
         for reference in references {
             let table = reference.table.quotedIdentifier, column = reference.column.quotedIdentifier
