@@ -10,7 +10,10 @@
 
 #if defined(__linux__)
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <linux/fs.h>
+#elif defined(__APPLE__)
+#include <pthread/qos.h>
 #endif
 
 ssize_t reseed_copy_file_range(int fd_in, int fd_out, size_t length) {
@@ -57,6 +60,19 @@ int reseed_start_writeback(int fd, off_t offset, off_t length) {
     return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
 #else
     (void)fd; (void)offset; (void)length;
+    return 0;
+#endif
+}
+
+int reseed_lower_thread_priority(void) {
+#if defined(__linux__)
+    // On Linux a nice value is per thread: this one only.
+    return setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+#elif defined(__APPLE__)
+    int code = pthread_set_qos_class_self_np(QOS_CLASS_UTILITY, 0);
+    if (code != 0) { errno = code; return -1; }
+    return 0;
+#else
     return 0;
 #endif
 }

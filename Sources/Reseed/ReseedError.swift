@@ -79,14 +79,14 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         case checkStoreNotInUse, removeSidecars, replace, recordVersion, open, cleanUp
         /// Updating from a channel: fetching `channel.json` and its signature, checking them, downloading the seed.
         case fetchManifest, checkSignature, checkManifest, download
-        /// Channel keys and publishing (`reseed keygen`, `reseed publish`).
-        case readKey, writeKey, publish
+        /// Reading a channel's public key (``ChannelPublicKey``).
+        case readKey
         /// A user store (see ``Launcher/UserStore``): copying the user's tables out of a single-file
         /// store, opening it with the seed attached, running the app's migrator, checking it against the seed.
         case importUserTables, openUserStore, migrateUserStore, checkUserStore
-        /// Row-level deltas (see `SeedDelta`): building one from two seeds; applying a channel's delta
-        /// (decompressing it, copying the installed seed, applying the delta to the copy).
-        case buildDelta, applyDelta
+        /// Applying a channel's row-level delta (see `SeedDelta`): decompressing it, copying the
+        /// installed seed, applying the delta to the copy.
+        case applyDelta
     }
 
     public var code: Code

@@ -4,7 +4,11 @@ import Reseed
 import ReseedSystem
 import SystemPackage
 
-/// The one error type of `ReseedPackaging`: what failed, in which file, at which line.
+/// The one error type of `ReseedPackaging`: what failed, during which ``Step``, in which file, at which line.
+///
+/// The packaging work (building, verifying, comparing, deltas, `reseed init`, keys, publishing)
+/// throws only this type. A failure of the `Reseed` library met on the way (a ``ReseedError``, a system or SQLite error) becomes one, keeping its
+/// path, `Errno` and `DatabaseError` as values. ``code`` is stable: match on it rather than on the message.
 ///
 /// ```swift
 /// do {
@@ -44,7 +48,7 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         public static let invalidArgument = Code(rawValue: "invalidArgument")
         /// A file could not be read or written.
         public static let io = Code(rawValue: "io")
-        /// Another build kept the output folder for longer than the lock timeout.
+        /// Another build kept the output folder, or another publish the channel folder, for longer than the lock timeout.
         public static let busy = Code(rawValue: "busy")
         /// SQLite failed outside any one step.
         public static let database = Code(rawValue: "database")
@@ -52,6 +56,23 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         public static let notImportable = Code(rawValue: "notImportable")
         /// A file or folder that would be overwritten (`reseed init`'s `reseed.json`, `Migrations/`).
         public static let alreadyExists = Code(rawValue: "alreadyExists")
+        /// A seed location that is neither a manifest nor a folder holding exactly one, or a seed file that is missing.
+        public static let seedNotFound = Code(rawValue: "seedNotFound")
+        /// A seed manifest that is unreadable, too large, or has a bad field.
+        public static let invalidManifest = Code(rawValue: "invalidManifest")
+        /// A seed that does not match its manifest (size, SHA-256, content hash), or a compressed
+        /// seed that does not decompress.
+        public static let verificationFailed = Code(rawValue: "verificationFailed")
+
+        /// The code of a failure of the `Reseed` library: the same name (``io``, ``database``,
+        /// ``invalidArgument``, ``seedNotFound``, ``invalidManifest``, ``verificationFailed``), except
+        /// that a lock held too long (`lockTimeout`, `storeBusy`) is ``busy``.
+        init(_ code: ReseedError.Code) {
+            switch code {
+            case .lockTimeout, .storeBusy: self = .busy
+            default: self.init(rawValue: code.rawValue)
+            }
+        }
 
         /// What a user can do about a failure of this kind, when one thing fits every case.
         var advice: String? {
@@ -64,11 +85,39 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
         }
     }
 
+    /// The step of the work that failed.
+    public enum Step: String, Sendable, Hashable, CaseIterable {
+        /// Reading `Migrations/`: listing its steps, reading a step's file, computing its checksum.
+        case readMigrations
+        /// Building a seed from its steps (``SeedBuilder``, `reseed package`): running each step,
+        /// the checks after it, and writing the seed and its manifest into the output folder.
+        case build
+        /// Checking a built seed (``SeedVerifier``, `reseed verify`).
+        case verify
+        /// Comparing two seeds (``SeedDiff``, `reseed diff`).
+        case diff
+        /// Building a row-level delta from one seed to another and checking it (``SeedDeltaBuilder``).
+        case buildDelta
+        /// Turning an existing database into a project (``ProjectImporter``, `reseed init --from`).
+        case importDatabase
+        /// Reading a channel's private key (``ChannelPrivateKey/init(contentsOf:)``).
+        case readKey
+        /// Writing a new key pair (``ChannelPrivateKey/generate(privateKeyFile:publicKeyFile:)``, `reseed keygen`).
+        case writeKey
+        /// Signing a channel manifest (``ChannelPrivateKey/signature(for:)``).
+        case sign
+        /// Copying a seed into a channel folder and replacing its signed `channel.json` (``ChannelPublisher``, `reseed publish`).
+        case publish
+    }
+
     /// The most bytes a message keeps (``maxMessageBytes``, 1 KiB): an error quotes its input,
     /// and an input can be a gigabyte long.
     public static let maxMessageBytes = 1024
 
     public var code: Code
+    /// The step of the work that failed; a failure met inside another step's work names the inner
+    /// one (a delta that cannot be built during a publish says ``Step/buildDelta``).
+    public var step: Step
     /// The file concerned (a step, a seed, a folder).
     public var path: String?
     /// The 1-based line in ``path``, when one is known.
@@ -87,14 +136,15 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
     }
     private var givenAdvice: String?
 
-    /// An error of `code`; `message` says what failed, `path` and `line` where.
+    /// An error of `code` during `step`; `message` says what failed, `path` and `line` where.
     ///
     /// ```swift
-    /// throw PackagingError(.invalidStepName, path: file.path, message: "not a step name")
+    /// throw PackagingError(.invalidStepName, step: .readMigrations, path: file.path, message: "not a step name")
     /// ```
-    public init(_ code: Code, path: String? = nil, line: Int? = nil, message: String,
+    public init(_ code: Code, step: Step, path: String? = nil, line: Int? = nil, message: String,
                 databaseError: DatabaseError? = nil, errno: Errno? = nil, advice: String? = nil) {
         self.code = code
+        self.step = step
         self.path = path
         self.line = line
         self.message = excerpt(message, limit: Self.maxMessageBytes, escaping: false)
@@ -112,26 +162,46 @@ public struct PackagingError: Error, Sendable, CustomStringConvertible, Localize
 
     public var errorDescription: String? { description }
 
-    /// An ``Code/io`` error: `what` failed on `path` because of `error` (its `errno`, or its own words when it has none).
-    static func io(_ what: String, path: String, error: any Error) -> PackagingError {
+    /// An ``Code/io`` error during `step`: `what` failed on `path` because of `error` (its `errno`, or its own words when it has none).
+    static func io(_ what: String, step: Step, path: String, error: any Error) -> PackagingError {
         let (message, errno) = failure(what, error)
-        return PackagingError(.io, path: path, message: message, errno: errno)
+        return PackagingError(.io, step: step, path: path, message: message, errno: errno)
     }
 
-    static func wrapping(_ error: any Error, path: String?, line: Int? = nil) -> PackagingError {
+    /// The `Reseed` library's `error`, met during `step`: its code (see ``Code/init(_:)``), path,
+    /// `Errno`, `DatabaseError` and advice, and the sentence it prints (SQLite's words are part of the message).
+    init(_ error: ReseedError, step: Step, path: String? = nil, line: Int? = nil) {
+        let sqlite = error.databaseError.map { ": " + ($0.message ?? "SQLite error \($0.resultCode.rawValue)") } ?? ""
+        self.init(Code(error.code), step: step, path: error.path ?? path, line: line, message: error.message + sqlite,
+                  databaseError: error.databaseError, errno: error.errno, advice: error.advice)
+    }
+
+    /// Any error thrown during `step` as a ``PackagingError``; one that already is one passes through, naming its own step.
+    static func wrapping(_ error: any Error, step: Step, path: String?, line: Int? = nil) -> PackagingError {
         switch error {
         case let error as PackagingError: error
         case let error as DatabaseError:
             // Not `"\(error)"`, which quotes the whole SQL.
-            PackagingError(.database, path: path, line: line, message: error.message ?? "SQLite error \(error.resultCode)", databaseError: error)
+            PackagingError(.database, step: step, path: path, line: line, message: error.message ?? "SQLite error \(error.resultCode)", databaseError: error)
         case let error as ReseedError:
-            PackagingError(.io, path: error.path ?? path, line: line, message: error.message, databaseError: error.databaseError,
-                           errno: error.errno, advice: error.advice)
+            PackagingError(error, step: step, path: path, line: line)
         case let failure as FileSystemFailure:
-            PackagingError(.io, path: failure.path, line: line, message: failure.summary, errno: failure.errno)
+            PackagingError(.io, step: step, path: failure.path, line: line, message: failure.summary, errno: failure.errno)
+        case CodecFailure.io(let errno):
+            PackagingError(.io, step: step, path: path, line: line, message: "the file operation failed", errno: errno)
         default:
-            PackagingError(.io, path: path, line: line, message: failure("the file operation failed", error).message, errno: systemErrno(of: error))
+            PackagingError(.io, step: step, path: path, line: line, message: failure("the file operation failed", error).message, errno: systemErrno(of: error))
         }
+    }
+}
+
+/// Runs `body` as `step`: whatever it throws comes out as a ``PackagingError`` about `path`
+/// (one that already is one keeps its own step and path).
+func packaging<T: ~Copyable>(_ step: PackagingError.Step, path: String?, line: Int? = nil, _ body: () throws -> T) throws(PackagingError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw PackagingError.wrapping(error, step: step, path: path, line: line)
     }
 }
 

@@ -355,7 +355,9 @@ import Testing
         // A published file never changes: other bytes under the same version are refused, the channel untouched.
         let impostor = try SeedFixture(name: "items", version: "1.1.0", sql: ["CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT)"])
             .build(in: sandbox.directory.appending("impostor"))
-        let error = #expect(throws: ReseedError.self) { try sandbox.publish(impostor) }
+        let error = #expect(throws: PackagingError.self) { try sandbox.publish(impostor) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.step == .publish)
         #expect(error?.message.hasPrefix("the channel already holds items-1.1.0.sqlite with other bytes") == true)
         #expect(try Data(contentsOf: sandbox.channel.appendingPathComponent("channel.json")) == manifest)
     }

@@ -132,7 +132,7 @@ import Testing
         #expect(refused.stdout == "")
         #expect(refused.stderr == "reseed: \(privateKey.path): the private key file's mode is \(String(mode, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs; make it private with: chmod 600 '\(privateKey.path)'\n")
         #expect(try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).isEmpty, "nothing is published")
-        let error = #expect(throws: ReseedError.self) { try ChannelPrivateKey(contentsOf: privateKey) }
+        let error = #expect(throws: PackagingError.self) { try ChannelPrivateKey(contentsOf: privateKey) }
         #expect(error?.code == .invalidArgument)
         #expect(error?.step == .readKey)
 

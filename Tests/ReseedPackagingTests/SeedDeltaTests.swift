@@ -166,7 +166,10 @@ final class DeltaSandbox: Sendable {
     @Test func existingDeltaFileIsRefused() throws {
         let sandbox = try DeltaSandbox(schema: "CREATE TABLE t (id INTEGER PRIMARY KEY)", old: "", new: "")
         try Data("keep".utf8).write(to: URL(fileURLWithPath: sandbox.delta))
-        #expect(throws: ReseedError.self) { try SeedDeltaBuilder.build(from: sandbox.old, to: sandbox.new, into: sandbox.delta) }
+        let error = #expect(throws: PackagingError.self) { try SeedDeltaBuilder.build(from: sandbox.old, to: sandbox.new, into: sandbox.delta) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.step == .buildDelta)
+        #expect(error?.path == sandbox.delta)
         #expect(try Data(contentsOf: URL(fileURLWithPath: sandbox.delta)) == Data("keep".utf8))
     }
 

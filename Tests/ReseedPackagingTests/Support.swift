@@ -56,7 +56,7 @@ func buildError(_ sandbox: MigrationsSandbox, limits: SeedBuilder.Limits = .init
     } catch let error as PackagingError {
         return error
     } catch {
-        return PackagingError(.io, message: "unexpected error type: \(error)")
+        return PackagingError(.io, step: .build, message: "unexpected error type: \(error)")
     }
 }
 

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import ReseedTesting
 import Synchronization
 import Testing
@@ -22,6 +23,22 @@ import Testing
         #expect(outcomes.filter { $0 == .installed }.count == 1)
         #expect(outcomes.filter { $0 == .upToDate }.count == 5)
         #expect(try sandbox.labels().count == 3)
+    }
+
+    /// A live store's copy of a new seed runs on a thread at a lower priority than the app's, so
+    /// the app's reads come first on a busy device (figure 6); other blocking work keeps the normal one.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/thread-self/stat")))
+    func backgroundWorkRunsAtALowerPriority() async throws {
+        // The nice value of the calling thread: field 19 of /proc/thread-self/stat, after the command's ")".
+        let nice = { @Sendable () -> Int? in
+            guard let text = try? String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8),
+                  let close = text.lastIndex(of: ")") else { return nil }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
+        let normal = try #require(await offload("reseed-test") { nice() })
+        let background = try #require(await offload("reseed-test", background: true) { nice() })
+        #expect(background == min(19, normal + 10), "normal \(normal), background \(background)")
     }
 
     @Test func storeOpenInAnotherConnectionIsNotReplaced() throws {

@@ -188,7 +188,8 @@ enum Damage: String, CaseIterable {
             version.unicodeScalars.append(scalar)
         }
         if version.isEmpty { version = "1.0.0" }
-        var file = rng.text(maxScalars: 30).filter { $0 != "/" && $0 != "\\" && $0 != "\0" }
+        // By scalars: a "/" with a combining mark after it is one Character that is not "/".
+        var file = String(String.UnicodeScalarView(rng.text(maxScalars: 30).unicodeScalars.filter { $0 != "/" && $0 != "\\" && $0 != "\0" }))
         if file.isEmpty || file == "." || file == ".." { file = name + ".sqlite" }
         let pageSize = 1 << rng.int(9..<17)
         let hex = { (rng: inout SplitMix64) in

@@ -203,6 +203,29 @@ final class SharedCounters: Sendable {
         }
     }
 
+    /// A switch opens the other store as a launch does: one that looks up to date (a SQLite header,
+    /// its version recorded) but does not open gets its seed installed again, the old file kept aside.
+    @Test func switchingToAStoreThatDoesNotOpenInstallsItsSeedAgain() async throws {
+        let sandbox = try LaunchSandbox()
+        let bundled = try seed("1.0.0", rows: 3, in: sandbox)
+        let home = Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.directory.appending("home"))
+        let other = Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.directory.appending("other"))
+        _ = try other.prepare()
+        let otherStore = other.dataDirectory.appendingPathComponent("items.sqlite")
+        var bytes = try Data(contentsOf: otherStore)
+        bytes.replaceSubrange(16..<100, with: Data(repeating: 0xFF, count: 84))
+        try bytes.write(to: otherStore)
+
+        let store = try await LiveStore(launcher: home)
+        let outcome = try await store.switchTo(other)
+        #expect(outcome.action == .installed)
+        #expect(outcome.reason == .storeInvalid)
+        let aside = try #require(outcome.storeKeptAside)
+        #expect(try Data(contentsOf: aside) == bytes)
+        #expect(store.storeURL.path == otherStore.path)
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3)
+    }
+
     /// While every replace is inside its blocking work (held at its first file action, busy as a
     /// copy is), a plain task of the app still runs. With the work on `DispatchQueue.global()` it
     /// did not: on Linux, tasks of the global queue's priority share its threads, and as many busy

@@ -63,6 +63,23 @@ struct UserStoreTests {
         #expect(!seedTables.contains("note"))
     }
 
+    /// The seed is attached through a URI: every byte of its path but unreserved ASCII and "/" is
+    /// percent-encoded (a space, "#", "?", "%", non-ASCII), and SQLite opens the file it names.
+    @Test func theSeedsURIEscapesItsPathAndSQLiteOpensIt() throws {
+        #expect(Launcher.readOnlyURI("/data/a b#?%é~_.-/x.sqlite") == "file:/data/a%20b%23%3F%25%C3%A9~_.-/x.sqlite?mode=ro&immutable=1")
+        let sandbox = try LaunchSandbox()
+        let folder = sandbox.directory.appending("a b#?%é")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("x.sqlite").path
+        try DatabaseQueue(path: path).write { try $0.execute(sql: "CREATE TABLE t (v); INSERT INTO t VALUES ('here')") }
+        let queue = try DatabaseQueue()
+        let value = try queue.inDatabase { db in
+            try db.execute(sql: "ATTACH DATABASE ? AS seed", arguments: [Launcher.readOnlyURI(path)])
+            return try String.fetchOne(db, sql: "SELECT v FROM seed.t")
+        }
+        #expect(value == "here")
+    }
+
     @Test func userTablesAreCarriedOutOfASingleFileStore() throws {
         let sandbox = try LaunchSandbox()
         // An earlier release: one file, the app's notes written into it.

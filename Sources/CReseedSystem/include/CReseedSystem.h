@@ -20,6 +20,11 @@ int reseed_advise_sequential(int fd);
 /// the range without waiting for it; 0 elsewhere (a hint: fsync still makes the data durable).
 int reseed_start_writeback(int fd, off_t offset, off_t length);
 
+/// Lowers the calling thread's scheduling priority, for work the app does not wait on (a live
+/// store's copy of a new seed): setpriority(PRIO_PROCESS, gettid(), 10) on Linux, the utility QoS
+/// class on Apple platforms. 0 on success, -1 with errno set when the system refused.
+int reseed_lower_thread_priority(void);
+
 /// sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &enabled) on an open `sqlite3 *`
 /// (a variadic call Swift cannot make): 0 when triggers are off for the connection, -1 when not.
 /// Declared with `void *` so that this module does not import a second copy of sqlite3.h into Swift.

@@ -5,45 +5,6 @@ import ReseedSystem
 import SystemPackage
 
 extension Installation {
-    /// What steps 3 and 4 did, for the launch's outcome.
-    struct Installed {
-        /// Temporary files of an earlier, interrupted launch removed first.
-        var removedLeftovers: [String]
-        /// Where the old store was kept under a second name, when it was unusable.
-        var storeKeptAside: URL?
-    }
-
-    /// Steps 3 and 4: copy and verify into a temp file, swap it in. Recording the version is the caller's.
-    ///
-    /// - Parameters:
-    ///   - reason: why; a store that failed to open (``LaunchOutcome/Reason/storeInvalid``) is kept aside.
-    ///   - previousVersion: the version the store held, for the log.
-    ///   - storeState: what the store file is.
-    func install(reason: LaunchOutcome.Reason, previousVersion: String?, storeState: StoreState) throws(ReseedError) -> Installed {
-        logger.info("installing seed", metadata: [
-            "store": "\(storePath)", "version": "\(manifest.version)", "reason": "\(reason.rawValue)",
-            "previous": "\(previousVersion ?? "none")",
-        ])
-        let removedLeftovers = try during(.cleanUp, path: directory.url.path) {
-            try directory.removeTemporaryFiles(for: storeName)
-        }
-        if !removedLeftovers.isEmpty {
-            logger.notice("removed temporary files of an interrupted launch", metadata: ["files": "\(removedLeftovers)"])
-        }
-
-        let temporary = Directory.temporaryName(for: storeName)
-        try copyAndVerify(into: temporary, progress: configuration.progress)
-        let keptAside: URL?
-        do {
-            keptAside = try swap(in: temporary, storeState: storeState, keepAside: reason == .storeInvalid)
-        } catch {
-            _ = try? directory.remove(temporary)
-            throw error
-        }
-        logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
-        return Installed(removedLeftovers: removedLeftovers, storeKeptAside: keptAside)
-    }
-
     /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
     ///
     /// ``verification`` says how thoroughly; `progress` is called with (bytes copied, total bytes).
@@ -78,7 +39,7 @@ extension Installation {
     private var checksSHA256: Bool { verification == .checksum || seed.isCompressed }
 
     /// The seed is refused: `message` says why, with SQLite's words or those of the error it `causedBy`.
-    private func verificationFailure(_ message: String, causedBy cause: (any Error)? = nil) -> ReseedError {
+    func verificationFailure(_ message: String, causedBy cause: (any Error)? = nil) -> ReseedError {
         if let cause = cause as? DatabaseError {
             return ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, databaseError: cause, message: message)
         }
@@ -119,7 +80,8 @@ extension Installation {
         }
     }
 
-    private func verifyEmbeddedMetadata(_ temporary: String) throws(ReseedError) {
+    /// The copy says it is the manifest's seed (name and version in its metadata table), and takes a write.
+    func verifyEmbeddedMetadata(_ temporary: String) throws(ReseedError) {
         let metadata: SeedMetadata?
         do {
             metadata = try SeedMetadata.read(path: directory.path(temporary))

@@ -23,32 +23,52 @@ struct Installation {
     /// What the store file is, judged from its first 16 bytes.
     typealias StoreState = Decision.StoreState
 
-    /// A launch, steps 2 to 5 of the install (ARCHITECTURE.md; the launcher holds the lock of step 1 and opens the store, step 6).
-    func run(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
-        // Step 2, read: a legacy store moved into place, the preferences, the store's first 16 bytes
-        // (and its embedded version, only when nothing is recorded for a database in place).
-        let adoption = try adoptLegacyStore()
-        let (recorded, movedAside) = try readPreferences()
-        let state = try storeState()
-        // With a user store: an unusable one kept aside, the user's tables copied out of the store.
-        let user = try prepareUserStore(recorded: recorded, storeState: state)
+    /// Steps 2 to 5 of the install (ARCHITECTURE.md) for a launch or a seed that arrived at runtime;
+    /// the caller holds the lock of step 1 and opens the store, step 6.
+    ///
+    /// - Parameters:
+    ///   - forcedReason: install even when the store looks up to date (it failed to open).
+    ///   - expected: for an update, the version it found recorded and decided against (`.some(nil)`:
+    ///     none). When another process recorded another one since (a launch of an updated app), the
+    ///     seed is refused: it could be older than what that launch installed.
+    ///   - pipelineSource: the seed file itself, or a delta applied to the installed seed.
+    /// - Throws: the stage that failed and its ``ReseedError``.
+    func run(
+        forcing forcedReason: LaunchOutcome.Reason?, expecting expected: String?? = nil, from pipelineSource: InstallPipeline.Source = .seed
+    ) throws(InstallPipeline.Failure) -> LaunchOutcome {
+        let pipeline = InstallPipeline(installation: self, source: pipelineSource)
+        // Step 2, read: a legacy store moved into place (a launch only), the preferences, the store's
+        // first 16 bytes (and its embedded version, only when nothing is recorded for a database in place).
+        let (adoption, recorded, movedAside, state, user, entry) = try InstallPipeline.during(.prepare) { () throws(ReseedError) in
+            let adoption = source == .bundle ? try adoptLegacyStore() : Adoption()
+            let (recorded, movedAside, entry) = try readPreferences()
+            if let expected, let now = recorded?.version, now != expected, now != manifest.version {
+                throw ReseedError(.channelRefused, step: .checkManifest, path: preferences.url.path, message:
+                    "\(manifest.name) \(now) was installed while this update fetched \(manifest.version) over \(expected ?? "nothing"); not installed (the next update starts from \(now))")
+            }
+            let state = try storeState()
+            // With a user store: an unusable one kept aside, the user's tables copied out of the store.
+            let user = try prepareUserStore(recorded: recorded, storeState: state)
+            return (adoption, recorded, movedAside, state, user, entry)
+        }
         // Step 2, decide.
         let decision = Self.decide(Decision.Found(
             name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
             preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables),
             storePath: storePath)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
-        var outcome = try act(on: decision, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
+        var outcome = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
-        if needsRecording(decision, recorded: recorded), let aside = try recordVersion() { outcome.preferencesMovedAside = aside }
+        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record() { outcome.preferencesMovedAside = aside }
         user.report(in: &outcome)
         outcome.adoptedFrom = adoption.adoptedFrom
         outcome.legacyStoresLeftInPlace = adoption.leftInPlace
+        outcome.userStoreChecked = entry?.userStoreChecked
         return outcome
     }
 
-    /// What the preferences record for this store; a corrupt file is moved aside first (and where returned).
-    private func readPreferences() throws(ReseedError) -> (recorded: Decision.Recorded?, movedAside: URL?) {
+    /// What the preferences record for this store, and its whole entry; a corrupt file is moved aside first (and where returned).
+    func readPreferences() throws(ReseedError) -> (recorded: Decision.Recorded?, movedAside: URL?, entry: PreferencesFile.Entry?) {
         var (contents, entries) = try preferences.readEntries()
         var movedAside: URL?
         if case .corrupt(let why) = contents {
@@ -61,7 +81,8 @@ struct Installation {
                 "path": "\(preferences.url.path)", "bytes": "\(size)", "limit": "\(PreferencesFile.maximumFileSize)",
             ])
         }
-        return (recorded(contents, entries), movedAside)
+        let recorded = recorded(contents, entries)
+        return (recorded, movedAside, recorded == nil ? nil : entries[manifest.name])
     }
 
     /// The decision from `found`, with the store's embedded metadata read from `storePath` only
@@ -86,8 +107,9 @@ struct Installation {
     /// Acts on `decision`: installs the seed (steps 3 and 4) when it says so, and says what the launch did.
     /// Recording the version (step 5) is the caller's.
     func act(
-        on decision: Decision, recorded: Decision.Recorded?, storeState: StoreState, preferencesMovedAside movedAside: URL?
-    ) throws(ReseedError) -> LaunchOutcome {
+        on decision: Decision, through pipeline: InstallPipeline, recorded: Decision.Recorded?, storeState: StoreState,
+        preferencesMovedAside movedAside: URL?
+    ) throws(InstallPipeline.Failure) -> LaunchOutcome {
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded?.version,
             change: change(from: recorded?.version), storeURL: URL(fileURLWithPath: storePath, isDirectory: false),
@@ -109,15 +131,21 @@ struct Installation {
             outcome.action = .repaired
             outcome.reason = reason
         case .install(let reason, let previousVersion):
-            let installed = try install(reason: reason, previousVersion: previousVersion, storeState: storeState)
+            logger.info("installing seed", metadata: [
+                "store": "\(storePath)", "version": "\(manifest.version)", "reason": "\(reason.rawValue)",
+                "previous": "\(previousVersion ?? "none")",
+            ])
+            // A store that failed to open is kept aside.
+            let installed = try pipeline.install(storeState: storeState, keepAside: reason == .storeInvalid, progress: configuration.progress)
+            logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
             outcome.action = .installed
             outcome.reason = reason
             outcome.source = source
             outcome.verification = verification
             outcome.previousVersion = previousVersion
             outcome.change = change(from: previousVersion)
-            outcome.removedLeftovers = installed.removedLeftovers
-            outcome.storeKeptAside = installed.storeKeptAside
+            outcome.removedLeftovers = installed.staged.removedLeftovers
+            outcome.storeKeptAside = installed.keptAside
         }
         return outcome
     }

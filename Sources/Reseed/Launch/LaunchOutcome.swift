@@ -82,6 +82,9 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public var appliedMigrations: [String] = []
     /// After an install, per ``SeedReference`` (its description), the user rows pointing at a key the seed no longer has.
     public var orphans: [String: Int] = [:]
+    /// The user store's check the preferences recorded when the launch read them (`"userStoreChecked"`):
+    /// an up-to-date launch compares it after opening instead of reading the preferences again.
+    var userStoreChecked: String?
 
     public init(
         action: Action, reason: Reason?, name: String, version: String, previousVersion: String?,

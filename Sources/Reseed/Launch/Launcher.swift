@@ -62,9 +62,7 @@ public struct Launcher: Sendable {
     /// then says what happened to the user store too (``LaunchOutcome/userStoreURL``,
     /// ``LaunchOutcome/importedTables``, ``LaunchOutcome/orphans``).
     public func launch() throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
-        var (pool, outcome) = try launch { url in try openPool(seed: url) }
-        try finishOpening(pool, outcome: &outcome)
-        return (pool, outcome)
+        try open(prepare())
     }
 
     /// Brings the store up to date and opens it with `open` (a `DatabaseQueue`,
@@ -78,15 +76,31 @@ public struct Launcher: Sendable {
     /// `SQLITE_CORRUPT`) though it looked up to date, the seed is installed
     /// once more (reason ``LaunchOutcome/Reason/storeInvalid``) and opened again.
     public func launch<Store>(opening open: (URL) throws -> Store) throws(ReseedError) -> (Store, LaunchOutcome) {
-        let outcome = try prepare()
+        try self.open(prepare(), with: open)
+    }
+
+    /// Opens the store a launch prepared as the app's pool, the one way every journey opens one
+    /// (a launch, ``LiveStore/switchTo(_:)``): the app's configuration, the seed attached to a user
+    /// store, the user store migrated and checked (``finishOpening(_:outcome:)``), and the repair of
+    /// a store that does not open (``open(_:with:)``).
+    func open(_ prepared: LaunchOutcome) throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
+        var (opened, outcome) = try open(prepared) { url in try openPoolReadingSchemaVersion(seed: url) }
+        try finishOpening(opened.pool, outcome: &outcome, schemaVersion: opened.userSchemaVersion)
+        return (opened.pool, outcome)
+    }
+
+    /// Opens the store `prepared` names with `open`, waiting out a moment's lock. A store that looked
+    /// up to date but is not a database (`SQLITE_NOTADB`, `SQLITE_CORRUPT`) gets the seed installed
+    /// once more (reason ``LaunchOutcome/Reason/storeInvalid``; the file is kept aside) and is opened again.
+    func open<Store>(_ prepared: LaunchOutcome, with open: (URL) throws -> Store) throws(ReseedError) -> (Store, LaunchOutcome) {
         do {
-            return (try openWaiting(outcome.storeURL, open), outcome)
-        } catch let error as DatabaseError where outcome.action != .installed && Self.isUnusable(error) {
+            return (try openWaiting(prepared.storeURL, open), prepared)
+        } catch let error as DatabaseError where prepared.action != .installed && Self.isUnusable(error) {
             configuration.logger.warning("store did not open; installing the seed again", metadata: ["error": "\(error)"])
             let repaired = try prepare(forcing: .storeInvalid)
             return (try during(.open, path: repaired.storeURL.path) { try openWaiting(repaired.storeURL, open) }, repaired)
         } catch {
-            throw ReseedError.wrapping(error, step: .open, path: outcome.storeURL.path)
+            throw ReseedError.wrapping(error, step: .open, path: prepared.storeURL.path)
         }
     }
 
@@ -122,8 +136,12 @@ public struct Launcher: Sendable {
         let seed = try Seed(at: seedURL)
         let lock = try lockStore(seed.manifest)
         defer { lock.lock.release() }
-        return try Installation(launcher: self, seed: seed, directory: lock.directory, preferences: preferences)
-            .run(forcing: forcedReason)
+        do {
+            return try Installation(launcher: self, seed: seed, directory: lock.directory, preferences: preferences)
+                .run(forcing: forcedReason)
+        } catch {
+            throw error.error
+        }
     }
 
     /// What a launch would decide now, from what it would find, writing nothing: the decision

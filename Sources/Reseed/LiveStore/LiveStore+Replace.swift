@@ -47,50 +47,47 @@ extension LiveStore {
     ///   ``ReseedError/Code/storeBusy`` when another process has the store open, and so on.
     @discardableResult
     public func replace(with seed: Seed) async throws(ReseedError) -> ReplaceOutcome {
-        try await changes.run { () async throws(ReseedError) -> ReplaceOutcome in
-            do throws(ReseedError) {
-                return try await self.performReplace(seed)
+        do {
+            return try await replace(with: seed, from: .seed)
+        } catch {
+            throw error.error
+        }
+    }
+
+    /// Replaces the open store with `seed`, made from `source` (the seed file, or a delta applied
+    /// to the installed seed): the install pipeline's stages before and after the swap, the swap
+    /// itself with this store's pool closed and every operation held back.
+    func replace(with seed: Seed, from source: InstallPipeline.Source) async throws(InstallPipeline.Failure) -> ReplaceOutcome {
+        try await changes.run { () async throws(InstallPipeline.Failure) -> ReplaceOutcome in
+            do throws(InstallPipeline.Failure) {
+                return try await self.performReplace(seed, from: source)
             } catch {
-                self.emit(.replaceFailed(error))
+                self.emit(.replaceFailed(error.error))
                 throw error
             }
         }
     }
 
-    private func performReplace(_ seed: Seed) async throws(ReseedError) -> ReplaceOutcome {
+    private func performReplace(_ seed: Seed, from source: InstallPipeline.Source) async throws(InstallPipeline.Failure) -> ReplaceOutcome {
         let (launcher, name, previous) = state.withLock { ($0.launcher, $0.name, $0.version) }
         guard seed.manifest.name == name else {
-            throw ReseedError(.invalidArgument, step: .readManifest, path: seed.manifestURL.path,
-                              message: "the seed is for store '\(seed.manifest.name)', this store is '\(name)'")
+            throw InstallPipeline.Failure(stage: .prepare, error: ReseedError(.invalidArgument, step: .readManifest, path: seed.manifestURL.path,
+                                          message: "the seed is for store '\(seed.manifest.name)', this store is '\(name)'"))
         }
         let progress: @Sendable (Int64, Int64) -> Void = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
-        let prepared = try await offload("reseed-replace") { () throws(ReseedError) in
-            try Self.copyBeside(seed, launcher: launcher, progress: progress)
+        // At a lower priority: the app goes on using the store meanwhile, and its reads come first.
+        let prepared = try await offload("reseed-replace", background: true) { () throws(InstallPipeline.Failure) in
+            try Self.stage(seed, from: source, launcher: launcher, progress: progress)
         }
         defer { prepared.lock.release() }
-        if let userStoreURL = launcher.userStoreURL {
-            // Before anything is held back: a new seed that a user table would hide, or that lacks a
-            // referenced table or column, is refused.
-            do throws(ReseedError) {
-                let names = try await userTableNames(userStoreURL)
-                let seedPath = prepared.directory.path(prepared.temporary)
-                try await offload { () throws(ReseedError) in
-                    try UserStoreSchema.refuseIncompatibleSeed(
-                        userTables: names, references: launcher.configuration.userStore?.references ?? [], seedPath: seedPath, userPath: userStoreURL.path)
-                }
-            } catch {
-                _ = try? prepared.directory.remove(prepared.temporary)
-                throw error
-            }
-        }
 
         await noticeObservers(of: seed.manifest.version)
 
         let clock = ContinuousClock()
         let blockedSince = clock.now
         await gate.enterExclusive()
-        let swapped = await offload("reseed-swap") { () -> Result<String?, ReseedError> in
-            Result { () throws(ReseedError) in try self.swapClosed(prepared) }
+        let swapped = await offload("reseed-swap") { () -> Result<String?, InstallPipeline.Failure> in
+            Result { () throws(InstallPipeline.Failure) in try self.swapClosed(prepared) }
         }
         await gate.exitExclusive()
         let blockedFor = clock.now - blockedSince
@@ -98,16 +95,18 @@ extension LiveStore {
         // After access resumed: recording the version (a new store with the old version recorded is
         // a state the invariant allows), and freeing the old file's blocks, which takes time in
         // proportion to its size.
-        let recorded = await offload { () -> Result<Void, ReseedError> in
-            defer { if let retired { _ = try? prepared.directory.remove(retired) } }
-            return Result { () throws(ReseedError) in _ = try prepared.installation.recordVersion() }
+        let recorded = await offload { () -> Result<Void, InstallPipeline.Failure> in
+            defer { if let retired { _ = try? prepared.pipeline.installation.directory.remove(retired) } }
+            return Result { () throws(InstallPipeline.Failure) in _ = try prepared.pipeline.record() }
         }
         try recorded.get()
         var outcome = ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
         if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL, !userStore.references.isEmpty {
             let pool = state.withLock { $0.pool }
-            outcome.orphans = try await offload { () throws(ReseedError) in
-                try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
+            outcome.orphans = try await offload { () throws(InstallPipeline.Failure) in
+                try InstallPipeline.during(.record) { () throws(ReseedError) in
+                    try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
+                }
             }
             UserStoreSchema.log(outcome.orphans, logger: logger)
         }
@@ -116,44 +115,34 @@ extension LiveStore {
         return outcome
     }
 
-    /// The user store's tables and views, read through the open pool.
-    private func userTableNames(_ userStoreURL: URL) async throws(ReseedError) -> [String] {
-        do {
-            return try await read { db in try UserStoreSchema.ownNames(db) }
-        } catch {
-            throw ReseedError.wrapping(error, step: .checkUserStore, path: userStoreURL.path)
-        }
-    }
-
     /// A verified copy of the seed beside the store, under the store's lock.
     struct PreparedCopy: Sendable {
         var lock: StoreLock
-        var directory: Directory
-        var installation: Installation
-        var temporary: String
+        var pipeline: InstallPipeline
+        var staged: InstallPipeline.Staged
     }
 
-    /// The copy is verified as every download is, with the full SHA-256; `progress` hears of it.
-    private static func copyBeside(
-        _ seed: Seed, launcher: Launcher, progress: @escaping @Sendable (Int64, Int64) -> Void
-    ) throws(ReseedError) -> PreparedCopy {
-        let locked = try launcher.lockStore(seed.manifest)
-        do throws(ReseedError) {
+    /// The pipeline's stages up to the swap, under the store's lock: the copy is verified as every
+    /// download is, with the full SHA-256, and checked against the user store; `progress` hears of it.
+    private static func stage(
+        _ seed: Seed, from source: InstallPipeline.Source, launcher: Launcher, progress: @escaping @Sendable (Int64, Int64) -> Void
+    ) throws(InstallPipeline.Failure) -> PreparedCopy {
+        let locked = try InstallPipeline.during(.prepare) { () throws(ReseedError) in try launcher.lockStore(seed.manifest) }
+        do throws(InstallPipeline.Failure) {
             let installation = Installation(
                 launcher: launcher, seed: seed, directory: locked.directory, preferences: launcher.preferences, source: .download)
-            _ = try during(.cleanUp, path: locked.directory.url.path) {
-                try locked.directory.removeTemporaryFiles(for: seed.manifest.storeFileName)
-            }
-            let temporary = Directory.temporaryName(for: seed.manifest.storeFileName)
-            try installation.copyAndVerify(into: temporary, progress: progress)
-            do throws(ReseedError) {
+            let pipeline = InstallPipeline(installation: installation, source: source)
+            let staged = try pipeline.stage(progress: progress)
+            do throws(InstallPipeline.Failure) {
                 // With a user store the seed is only ever attached read-only: it keeps its rollback journal.
-                if launcher.configuration.userStore == nil { try switchToWAL(temporary, in: locked.directory) }
+                if launcher.configuration.userStore == nil {
+                    try InstallPipeline.during(.verify) { () throws(ReseedError) in try switchToWAL(staged.temporary, in: locked.directory) }
+                }
             } catch {
-                _ = try? locked.directory.remove(temporary)
+                _ = try? locked.directory.remove(staged.temporary)
                 throw error
             }
-            return PreparedCopy(lock: locked.lock, directory: locked.directory, installation: installation, temporary: temporary)
+            return PreparedCopy(lock: locked.lock, pipeline: pipeline, staged: staged)
         } catch {
             locked.lock.release()
             throw error
@@ -181,25 +170,29 @@ extension LiveStore {
     ///
     /// - Returns: a second name of the old store file (a temp name, so a crash leaves it to the
     ///   next launch's clean-up), for the caller to remove once access has resumed.
-    private func swapClosed(_ prepared: PreparedCopy) throws(ReseedError) -> String? {
+    private func swapClosed(_ prepared: PreparedCopy) throws(InstallPipeline.Failure) -> String? {
         let (pool, launcher, storeURL) = state.withLock { ($0.pool, $0.launcher, $0.storeURL) }
-        try during(.checkStoreNotInUse, path: pool.path) {
-            try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
-            try pool.close()
+        try InstallPipeline.during(.swap) { () throws(ReseedError) in
+            try during(.checkStoreNotInUse, path: pool.path) {
+                try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+                try pool.close()
+            }
         }
-        let storeName = prepared.installation.storeName
+        let directory = prepared.pipeline.installation.directory
+        let storeName = prepared.pipeline.installation.storeName
         var retired: String? = Directory.temporaryName(for: storeName)
-        if let name = retired, (try? prepared.directory.link(storeName, to: name)) == nil { retired = nil }
-        do {
+        if let name = retired, (try? directory.link(storeName, to: name)) == nil { retired = nil }
+        do throws(InstallPipeline.Failure) {
             // The open store is a database: it is kept aside only if the guard finds it is not one.
-            _ = try prepared.installation.swap(in: prepared.temporary, storeState: .sqlite, keepAside: false)
+            _ = try prepared.pipeline.swap(prepared.staged, storeState: .sqlite, keepAside: false)
         } catch {
-            _ = try? prepared.directory.remove(prepared.temporary)
-            if let retired { _ = try? prepared.directory.remove(retired) }
-            try reopen(storeURL, launcher: launcher, version: nil)
+            if let retired { _ = try? directory.remove(retired) }
+            try InstallPipeline.during(.swap) { () throws(ReseedError) in try reopen(storeURL, launcher: launcher, version: nil) }
             throw error
         }
-        try reopen(storeURL, launcher: launcher, version: prepared.installation.manifest.version)
+        try InstallPipeline.during(.swap) { () throws(ReseedError) in
+            try reopen(storeURL, launcher: launcher, version: prepared.pipeline.installation.manifest.version)
+        }
         return retired
     }
 

@@ -44,14 +44,11 @@ extension LiveStore {
         }
     }
 
-    /// Opens the other store first (with a user store: migrated and checked), so a failure leaves
-    /// the current one open; then closes the current one.
+    /// Opens the other store first, as a launch does (with a user store: migrated and checked; a
+    /// store that is not a database installed again), so a failure leaves the current one open;
+    /// then closes the current one.
     private func closeAndOpen(_ prepared: LaunchOutcome, with launcher: Launcher) throws(ReseedError) -> (DatabasePool, LaunchOutcome) {
-        var outcome = prepared
-        let pool = try during(.open, path: outcome.storeURL.path) {
-            try launcher.openWaiting(outcome.storeURL) { try launcher.openPool(seed: $0) }
-        }
-        try launcher.finishOpening(pool, outcome: &outcome)
+        let (pool, outcome) = try launcher.open(prepared)
         let old = state.withLock { $0.pool }
         try during(.open, path: old.path) {
             try old.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }

@@ -193,7 +193,7 @@ extension SeedManifest {
     /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.
     static func isPlainFileName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
-            && !name.contains("/") && !name.contains("\\") && !name.unicodeScalars.contains { $0.value == 0 }
+            && !name.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") || $0 == 0 }
     }
 
     static func isSHA256(_ text: String) -> Bool {

@@ -196,23 +196,27 @@ public struct ChannelUpdater: Sendable {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
             ])
-            do throws(ReseedError) {
-                let applied = try await applyDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
-                defer { applied.removeFiles() }
-                do throws(ReseedError) {
-                    (outcome.importedTables, outcome.orphans) = try await install(applied.seed, over: context.installed)
-                } catch where error.code == .verificationFailed {
-                    throw ReseedError(error.code, step: .applyDelta, path: error.path, message: "the install refused the delta's result: \(error.message)")
+            // Any failure of the delta's own download, or of the pipeline's copy (applying it) or
+            // verify stages, leaves the store as it was: the full seed is downloaded instead.
+            do throws(InstallPipeline.Failure) {
+                let deltaFile = try await fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
+                defer { deltaFile.removeFiles() }
+                let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false),
+                                manifest: manifest.seedManifest(file: deltaFile.name))
+                (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed, from: .delta(deltaPath: deltaFile.path))
+                try await offload { () throws(InstallPipeline.Failure) in
+                    try InstallPipeline.during(.record) { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
                 }
-                try await offload { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
                 logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(outcome.downloadedBytes)"])
                 outcome.action = .updated
                 outcome.version = manifest.version
                 outcome.method = .delta
                 return outcome
-            } catch where error.step.fallsBackToFullSeed {
-                logger.warning("the delta cannot be used; downloading the full seed", metadata: ["error": "\(error)"])
-                outcome.deltaFailure = error.description
+            } catch where error.isTheSources {
+                logger.warning("the delta cannot be used; downloading the full seed", metadata: ["error": "\(error.error)"])
+                outcome.deltaFailure = error.error.description
+            } catch {
+                throw error.error
             }
         }
 
@@ -230,12 +234,12 @@ public struct ChannelUpdater: Sendable {
         var seedManifest = manifest.seedManifest(file: downloaded.file)
         seedManifest.compression = manifest.compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
-        do {
-            (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed)
+        do throws(InstallPipeline.Failure) {
+            (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed, from: .seed)
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
-            if error.code == .verificationFailed { await offload { download.removeFiles() } }
-            throw error
+            if error.isTheSources { await offload { download.removeFiles() } }
+            throw error.error
         }
         // Removing the download and recording the validators (an fsync) on a thread of their own.
         try await offload { () throws(ReseedError) in
@@ -251,24 +255,23 @@ public struct ChannelUpdater: Sendable {
         return outcome
     }
 
-    /// Installs `seed`; returns the user tables copied out of a single-file store and the orphans per reference.
-    /// `installed` is the version the update found recorded: the install refuses to go on when another process changed it since.
-    private func install(_ seed: Seed, over installed: String?) async throws(ReseedError) -> (imported: [String: Int], orphans: [String: Int]) {
+    /// Installs `seed`, made from `source`, through the install pipeline: a live store's replace, or
+    /// the launcher's install of a closed store. Returns the user tables copied out of a single-file
+    /// store and the orphans per reference. `installed` is the version the update found recorded: the
+    /// install refuses to go on when another process changed it since.
+    private func install(_ seed: Seed, over installed: String?, from source: InstallPipeline.Source)
+        async throws(InstallPipeline.Failure) -> (imported: [String: Int], orphans: [String: Int])
+    {
         switch target {
         case .store(let store):
-            return ([:], try await store.replace(with: seed).orphans)
+            return ([:], try await store.replace(with: seed, from: source).orphans)
         case .launcher(let launcher):
-            return try await offload { () throws(ReseedError) in
-                if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL {
-                    try seed.withDatabaseFile(temporaryDirectory: userStoreURL.deletingLastPathComponent(), step: .checkUserStore) {
-                        seedPath throws(ReseedError) in
-                        try UserStoreSchema.refuseIncompatibleSeed(
-                            userTables: try UserStoreSchema.ownNames(ofStoreAt: userStoreURL.path), references: userStore.references,
-                            seedPath: seedPath, userPath: userStoreURL.path)
-                    }
+            return try await offload { () throws(InstallPipeline.Failure) in
+                let installed = try launcher.installDownloaded(seed, expecting: installed, from: source)
+                let orphans = try InstallPipeline.during(.record) { () throws(ReseedError) in
+                    try launcher.countOrphans(storeFileName: seed.manifest.storeFileName)
                 }
-                let installed = try launcher.installDownloaded(seed, expecting: installed)
-                return (installed.importedTables, try launcher.countOrphans(storeFileName: seed.manifest.storeFileName))
+                return (installed.importedTables, orphans)
             }
         }
     }

@@ -39,7 +39,8 @@ extension Installation {
     /// the tables, and replaces it).
     func prepareUserStore(recorded: Decision.Recorded?, storeState: StoreState) throws(ReseedError) -> UserStoreStep {
         guard let userStore = configuration.userStore else { return UserStoreStep() }
-        guard userStore.fileName != storeName, !userStore.name.isEmpty, !userStore.name.contains("/") else {
+        // By bytes: a "/" followed by a combining mark is one Character that is not "/".
+        guard userStore.fileName != storeName, !userStore.name.isEmpty, SeedManifest.isPlainFileName(userStore.fileName) else {
             throw ReseedError(.invalidArgument, step: .openUserStore, path: directory.path(userStore.fileName),
                               message: "the user store's name '\(userStore.name)' must be a file name other than the seed's '\(manifest.name)'")
         }

@@ -17,10 +17,17 @@ extension Launcher {
     ///   again when it is not a database); a failure of the user store as a ``ReseedError``
     ///   naming it (step `openUserStore`).
     func openPool(seed storeURL: URL) throws -> DatabasePool {
+        try openPoolReadingSchemaVersion(seed: storeURL).pool
+    }
+
+    /// ``openPool(seed:)``, with the user store's `schema_version` read by the same first read that
+    /// checks the seed (nil without a user store): an up-to-date launch's check needs it, and one
+    /// read fewer is measurable on the launch path (figure 10).
+    func openPoolReadingSchemaVersion(seed storeURL: URL) throws -> (pool: DatabasePool, userSchemaVersion: Int?) {
         guard let userStoreURL else {
             let pool = try DatabasePool(path: storeURL.path, configuration: poolConfiguration)
             OpenStores.register(pool, path: storeURL.path)
-            return pool
+            return (pool, nil)
         }
         let seedFailure = Mutex<DatabaseError?>(nil)
         var database = poolConfiguration
@@ -46,8 +53,11 @@ extension Launcher {
         // The first reader, which the app's first read uses too, reads the seed's schema now (the
         // user store's was read in opening the pool): a seed that is not a database fails here,
         // with SQLite's error, so the launch installs it again.
-        try pool.read { _ = try Int.fetchOne($0, sql: "SELECT count(*) FROM \(Self.seedSchema).sqlite_master") }
-        return pool
+        let schemaVersion = try pool.read { db -> Int? in
+            let row = try Row.fetchOne(db, sql: "SELECT (SELECT count(*) FROM \(Self.seedSchema).sqlite_master), schema_version FROM main.pragma_schema_version")
+            return row?[1]
+        }
+        return (pool, schemaVersion)
     }
 
     /// The app's GRDB configuration, waiting up to ``Configuration/busyTimeout`` for a lock when it
@@ -96,13 +106,22 @@ extension Launcher {
     /// `path` as an SQLite URI opening it read-only and immutable: the seed file is never written
     /// while attached (a new seed is renamed in), so SQLite need not lock it or look for a journal.
     package static func readOnlyURI(_ path: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "/-._~")
-        let escaped = path.unicodeScalars.map { scalar -> String in
-            if scalar.isASCII, allowed.contains(scalar) { return String(scalar) }
-            return String(scalar).utf8.map { String(format: "%%%02X", $0) }.joined()
-        }.joined()
-        return "file:\(escaped)?mode=ro&immutable=1"
+        // Byte by byte: this is on every launch's path, where CharacterSet and String(format:) cost
+        // microseconds a character. Unreserved ASCII and "/" stay; every other byte is %XX.
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes = Array("file:".utf8)
+        bytes.reserveCapacity(path.utf8.count + 32)
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "/"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                bytes.append(byte)
+            default:
+                bytes += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+            }
+        }
+        bytes += Array("?mode=ro&immutable=1".utf8)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// After opening a user store's pool: runs the app's migrator, checks the user store against
@@ -113,24 +132,27 @@ extension Launcher {
     /// version and source, the user store's `schema_version` (any DDL changes it), the migrations
     /// and references declared, and whether foreign keys are on. Reading `schema_version` costs one
     /// small read; the checks cost several reads of both schemas, on every launch's path.
-    func finishOpening(_ pool: DatabasePool, outcome: inout LaunchOutcome) throws(ReseedError) {
+    ///
+    /// `schemaVersion` is the user store's, when the opening already read it.
+    func finishOpening(_ pool: DatabasePool, outcome: inout LaunchOutcome, schemaVersion opened: Int? = nil) throws(ReseedError) {
         guard let userStore = configuration.userStore, let userStoreURL else { return }
         let path = userStoreURL.path
         let foreignKeys = configuration.database.foreignKeysEnabled
-        let checked = { (outcome: LaunchOutcome) throws(ReseedError) -> String in
-            let schemaVersion = try during(.checkUserStore, path: path) { try pool.read { try Int.fetchOne($0, sql: "PRAGMA main.schema_version") } } ?? 0
+        let checked = { (outcome: LaunchOutcome, known: Int?) throws(ReseedError) -> String in
+            var schemaVersion = known ?? 0
+            if known == nil {
+                schemaVersion = try during(.checkUserStore, path: path) { try pool.read { try Int.fetchOne($0, sql: "PRAGMA main.schema_version") } } ?? 0
+            }
             return UserStoreSchema.fingerprint(userStore, version: outcome.version, source: outcome.source, schemaVersion: schemaVersion, foreignKeys: foreignKeys)
         }
-        var fingerprint = try checked(outcome)
-        if outcome.action == .upToDate,
-           let entry = try? preferences.readEntries().entries[outcome.name], entry.userStoreChecked == fingerprint {
-            return
-        }
+        var fingerprint = try checked(outcome, opened)
+        // The fingerprint as the launch read it: the preferences are not read a second time.
+        if outcome.action == .upToDate, outcome.userStoreChecked == fingerprint { return }
         var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
         outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: path)
         if !outcome.appliedMigrations.isEmpty {
             inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
-            fingerprint = try checked(outcome)
+            fingerprint = try checked(outcome, nil)
         }
         if let problem = inspection.problem {
             throw ReseedError(.userStoreConflict, step: .checkUserStore, path: path, message: problem)

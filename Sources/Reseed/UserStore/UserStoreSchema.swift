@@ -12,7 +12,7 @@ enum UserStoreSchema {
         var text = "reseed-user-store-check 1\n\(userStore.name)\n\(version)\n\(source.rawValue)\n\(schemaVersion)\n\(foreignKeys)\n"
         for migration in userStore.migrator.migrations { text += "migration \(migration.count):\(migration)\n" }
         for reference in userStore.references { text += "reference \(reference.description.count):\(reference)\n" }
-        return SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        return SHA256.hash(data: Data(text.utf8)).hexString
     }
 
     /// What one read of a user store's pool finds: the app's migrations already applied, and the

@@ -43,7 +43,7 @@ struct CSVLoader {
     func load(_ bytes: UnsafeRawBufferPointer, into db: Database, progress: ((Int) -> Void)?) throws(PackagingError) -> Int {
         var parser = CSVParser(bytes: bytes, path: path, maxRecordBytes: maxRecordBytes)
         guard let header = try parser.nextRecord(expecting: nil) else {
-            throw PackagingError(.invalidCSV, path: path, line: 1, message: "the file is empty: a header row of column names is required")
+            throw PackagingError(.invalidCSV, step: .build, path: path, line: 1, message: "the file is empty: a header row of column names is required")
         }
         let columns = try checkedColumns(header: header, parser: parser, db: db)
         let group = try groupsRows(in: db)
@@ -58,7 +58,7 @@ struct CSVLoader {
                 single: try db.makeStatement(sql: insert + row),
                 grouped: group > 1 ? try db.makeStatement(sql: insert + Array(repeating: row, count: group).joined(separator: ", ")) : nil)
         } catch {
-            throw PackagingError.wrapping(error, path: path, line: 1)
+            throw PackagingError.wrapping(error, step: .build, path: path, line: 1)
         }
         let readAhead = CSVReadAhead(parser, columns: columns.count)
         defer { readAhead.stop() }
@@ -166,20 +166,20 @@ struct CSVLoader {
                     code = unescaped.withUnsafeBytes { bindText(handle, parameter, $0.baseAddress, count: $0.count, copy: true) }
                 }
                 guard code == SQLITE_OK else {
-                    throw PackagingError(.rowRejected, path: path, line: batch.lines[record],
+                    throw PackagingError(.rowRejected, step: .build, path: path, line: batch.lines[record],
                                          message: "SQLite cannot take the value of column '\(excerpt(columns[column]))': \(String(cString: sqlite3_errstr(code)))")
                 }
             }
         }
 
         private func tooLong(_ batch: CSVReadAhead.Batch, record: Int, column: Int, length: Int) -> PackagingError {
-            PackagingError(.rowRejected, path: path, line: batch.lines[record],
+            PackagingError(.rowRejected, step: .build, path: path, line: batch.lines[record],
                            message: "the value of column '\(excerpt(columns[column]))' is \(length) bytes, longer than SQLite's length limit of \(maxLength) bytes (SQLITE_LIMIT_LENGTH)")
         }
 
         private func rejected(line: Int) -> PackagingError {
             let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-            return PackagingError(.rowRejected, path: path, line: line, message: "SQLite refused the row: \(excerpt(message, limit: 400))")
+            return PackagingError(.rowRejected, step: .build, path: path, line: line, message: "SQLite refused the row: \(excerpt(message, limit: 400))")
         }
     }
 
@@ -193,7 +193,7 @@ struct CSVLoader {
     ///   transaction (the text is searched, so a mere mention is enough to play safe);
     /// - a virtual table's module (FTS flushes its pending terms at every statement savepoint).
     private func groupsRows(in db: Database) throws(PackagingError) -> Bool {
-        try packaging(path: path) {
+        try packaging(.build, path: path) {
             let sql = """
                 SELECT NOT EXISTS (SELECT 1 FROM pragma_foreign_key_list(:table))
                    AND NOT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = :table COLLATE NOCASE)
@@ -214,11 +214,11 @@ struct CSVLoader {
         for field in header.fields {
             let name = parser.text(field)
             guard known.contains(name.lowercased()) else {
-                throw PackagingError(.unknownColumn, path: path, line: header.line,
+                throw PackagingError(.unknownColumn, step: .build, path: path, line: header.line,
                                      message: "header names column '\(excerpt(name))', which table '\(table)' does not have (it has \(excerpt(existing.joined(separator: ", "), limit: 400)))")
             }
             guard seen.insert(name.lowercased()).inserted else {
-                throw PackagingError(.invalidCSV, path: path, line: header.line, message: "header names column '\(excerpt(name))' twice")
+                throw PackagingError(.invalidCSV, step: .build, path: path, line: header.line, message: "header names column '\(excerpt(name))' twice")
             }
             columns.append(name)
         }
@@ -234,10 +234,10 @@ func tableColumns(_ table: String, in db: Database, step path: String) throws(Pa
     do {
         names = try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM pragma_table_xinfo(?)"), arguments: [table])
     } catch {
-        throw PackagingError.wrapping(error, path: path)
+        throw PackagingError.wrapping(error, step: .build, path: path)
     }
     guard !names.isEmpty else {
-        throw PackagingError(.unknownTable, path: path, message: "table '\(table)' does not exist (a data step loads into the table its name gives)")
+        throw PackagingError(.unknownTable, step: .build, path: path, message: "table '\(table)' does not exist (a data step loads into the table its name gives)")
     }
     return names
 }

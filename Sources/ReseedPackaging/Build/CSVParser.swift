@@ -183,6 +183,6 @@ struct CSVParser {
     }
 
     private func error(_ code: PackagingError.Code, line: Int, _ message: String) -> PackagingError {
-        PackagingError(code, path: path, line: line, message: message)
+        PackagingError(code, step: .build, path: path, line: line, message: message)
     }
 }

@@ -25,23 +25,23 @@ struct JSONLoader {
         do {
             root = try JSONNode.parse(bytes, maxDepth: 512)
         } catch {
-            throw PackagingError(.invalidJSON, path: path, line: error.line, message: "not valid JSON: \(error.message) (column \(error.column))")
+            throw PackagingError(.invalidJSON, step: .build, path: path, line: error.line, message: "not valid JSON: \(error.message) (column \(error.column))")
         }
         guard case .array(let elements) = root.value else {
-            throw PackagingError(.invalidJSON, path: path, line: lines.line(at: root.range.lowerBound), message: "expected an array of objects, found \(root.kindName)")
+            throw PackagingError(.invalidJSON, step: .build, path: path, line: lines.line(at: root.range.lowerBound), message: "expected an array of objects, found \(root.kindName)")
         }
         let columns = try existingColumns(db)
         var statements: [[String]: Statement] = [:]
         for (index, element) in elements.enumerated() {
             let elementLine = lines.line(at: element.range.lowerBound)
             guard case .object(let members) = element.value else {
-                throw PackagingError(.invalidJSON, path: path, line: elementLine, message: "element \(index) is \(element.kindName), not an object")
+                throw PackagingError(.invalidJSON, step: .build, path: path, line: elementLine, message: "element \(index) is \(element.kindName), not an object")
             }
             var keys: [String] = []
             var values: [DatabaseValue] = []
             for member in members {
                 guard let column = columns[member.key.lowercased()] else {
-                    throw PackagingError(.unknownColumn, path: path, line: elementLine,
+                    throw PackagingError(.unknownColumn, step: .build, path: path, line: elementLine,
                                          message: "element \(index) has key '\(excerpt(member.key))', which is not a column of table '\(table)'")
                 }
                 if let earlier = keys.firstIndex(of: column) {
@@ -62,7 +62,7 @@ struct JSONLoader {
                     // Bound with copies (SQLITE_TRANSIENT): nothing of this step outlives it in the cache.
                     statement = try db.cachedStatement(sql: sql)
                 } catch {
-                    throw PackagingError.wrapping(error, path: path, line: elementLine)
+                    throw PackagingError.wrapping(error, step: .build, path: path, line: elementLine)
                 }
                 statements[keys] = statement
             }
@@ -82,7 +82,7 @@ struct JSONLoader {
                 return integer.databaseValue
             }
             guard let real = Double(text), real.isFinite else {
-                throw PackagingError(.invalidJSON, path: path, line: line, message: "element \(index): number \(excerpt(text)) does not fit a 64-bit float")
+                throw PackagingError(.invalidJSON, step: .build, path: path, line: line, message: "element \(index): number \(excerpt(text)) does not fit a 64-bit float")
             }
             return real.databaseValue
         }
@@ -112,7 +112,7 @@ struct JSONLoader {
                 let why = code == SQLITE_TOOBIG
                     ? "is longer than SQLite's length limit of \(limit) bytes (SQLITE_LIMIT_LENGTH)"
                     : "cannot be bound: \(String(cString: sqlite3_errstr(code)))"
-                throw PackagingError(.rowRejected, path: path, line: line,
+                throw PackagingError(.rowRejected, step: .build, path: path, line: line,
                                      message: "element \(index): the value of key '\(excerpt(keys[offset]))' \(why)")
             }
         }
@@ -121,7 +121,7 @@ struct JSONLoader {
         let reset = sqlite3_reset(handle)
         guard code == SQLITE_DONE, reset == SQLITE_OK else {
             let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-            throw PackagingError(.rowRejected, path: path, line: line,
+            throw PackagingError(.rowRejected, step: .build, path: path, line: line,
                                  message: "SQLite refused element \(index): \(excerpt(message, limit: 400))",
                                  databaseError: DatabaseError(resultCode: ResultCode(rawValue: code == SQLITE_DONE ? reset : code), message: message))
         }

@@ -82,7 +82,7 @@ struct SQLScript: ~Copyable {
             }
             if buffer.count - start > maxStatementBytes {
                 let first = Self.firstToken(buffer, start..<buffer.count) ?? start
-                throw PackagingError(.sqlFailed, path: path, line: line + newlines(start..<first), message: """
+                throw PackagingError(.sqlFailed, step: .build, path: path, line: line + newlines(start..<first), message: """
                     a statement longer than \(maxStatementBytes) bytes, which SQLite does not run: split it, \
                     or load its values from a CSV or JSON step
                     """)
@@ -187,7 +187,7 @@ extension SQLScript {
         // A `COMMIT;` after the wrapper's BEGIN: the wrapper's end if nothing follows it.
         var heldCommit: Statement?
         func notAllowed(_ statement: Statement, _ keyword: String) -> PackagingError {
-            PackagingError(.sqlFailed, path: path, line: statement.line, message: """
+            PackagingError(.sqlFailed, step: .build, path: path, line: statement.line, message: """
                 \(keyword) is not allowed in a .sql step: each step runs inside the build's own transaction \
                 (only the BEGIN TRANSACTION; … COMMIT; that sqlite3's .dump writes around a whole file is accepted)
                 """)

@@ -103,28 +103,29 @@ public struct SeedBuilder: Sendable {
     /// Builds the seed and writes `<name>.sqlite` (or `<name>.sqlite.gz`, with ``compression``) and
     /// `<name>.manifest.json` into the output folder.
     ///
-    /// - Throws: ``PackagingError`` naming the step file and line that failed.
+    /// - Throws: ``PackagingError`` naming the step file and line that failed: step
+    ///   ``PackagingError/Step/readMigrations`` when `Migrations/` cannot be read, else ``PackagingError/Step/build``.
     public func build() throws(PackagingError) -> Result {
         guard SeedManifest.isValidStoreName(name) else {
-            throw PackagingError(.invalidArgument, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+            throw PackagingError(.invalidArgument, step: .build, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
         }
         if let problem = SeedManifest.versionProblem(version) {
-            throw PackagingError(.invalidArgument, message: "seed version: \(problem) (a version is 1-\(SeedManifest.maximumVersionBytes) bytes of printable characters)")
+            throw PackagingError(.invalidArgument, step: .build, message: "seed version: \(problem) (a version is 1-\(SeedManifest.maximumVersionBytes) bytes of printable characters)")
         }
         let folder = try MigrationsFolder(at: migrations)
         guard !folder.steps.isEmpty else {
-            throw PackagingError(.invalidArgument, path: migrations.path, message: "the migrations folder has no steps")
+            throw PackagingError(.invalidArgument, step: .build, path: migrations.path, message: "the migrations folder has no steps")
         }
-        let directory = try packaging(path: output.path) { try FileSystem().openDirectory(output, create: true) }
+        let directory = try packaging(.build, path: output.path) { try FileSystem().openDirectory(output, create: true) }
         let seedName = name + ".sqlite"
         let compressedNames = Codecs.all.map { seedName + $0.fileSuffix }
         // One build at a time per output folder; then whatever temp files a killed build left go
         // first (the folder is shipped in the app: it must hold nothing else).
-        guard let lock = try packaging(path: output.path, { try StoreLock.acquireFolder(directory, timeout: lockTimeout) }) else {
-            throw PackagingError(.busy, path: output.path, message: "another build is writing into this folder (waited \(lockTimeout))")
+        guard let lock = try packaging(.build, path: output.path, { try StoreLock.acquireFolder(directory, timeout: lockTimeout) }) else {
+            throw PackagingError(.busy, step: .build, path: output.path, message: "another build is writing into this folder (waited \(lockTimeout))")
         }
         defer { lock.release() }
-        let leftovers = try packaging(path: output.path) {
+        let leftovers = try packaging(.build, path: output.path) {
             try ([seedName, name + SeedManifest.fileSuffix] + compressedNames).flatMap { try directory.removeTemporaryFiles(for: $0) }
         }
         if !leftovers.isEmpty {
@@ -171,7 +172,7 @@ public struct SeedBuilder: Sendable {
                 PRAGMA cache_size = -262144;
                 """)
         }
-        let queue = try packaging(path: path) { try DatabaseQueue(path: path, configuration: configuration) }
+        let queue = try packaging(.build, path: path) { try DatabaseQueue(path: path, configuration: configuration) }
         var recorded: [SeedManifest.Step] = []
         do {
             for step in folder.steps {
@@ -180,13 +181,13 @@ public struct SeedBuilder: Sendable {
                 let bytes = step.kind == .sql ? Data() : try step.contents()
                 // The step's checksum is computed beside the load, on the other core, from reads of the
                 // file rather than from the mapping: a step rejected after 64 MiB is not all brought in.
-                let (checksum, _) = try packaging(path: step.url.path) {
+                let (checksum, _) = try packaging(.build, path: step.url.path) {
                     try concurrently({ try step.checksum() }, { try run(step, bytes: bytes, in: queue) })
                 }
                 recorded.append(SeedManifest.Step(id: step.id, checksum: checksum))
             }
             let metadata = SeedMetadata(name: name, version: version, steps: recorded)
-            try packaging(path: path) {
+            try packaging(.build, path: path) {
                 try queue.writeWithoutTransaction { db in
                     try db.inTransaction(.immediate) {
                         try metadata.write(db)
@@ -212,7 +213,7 @@ public struct SeedBuilder: Sendable {
             configuration.label = "reseed.build.check"
             return configuration
         }()
-        try packaging(path: path) {
+        try packaging(.build, path: path) {
             _ = try concurrently({
                 let checker = try DatabaseQueue(path: path, configuration: readOnly)
                 defer { try? checker.close() }
@@ -234,7 +235,7 @@ public struct SeedBuilder: Sendable {
         let path = step.url.path
         let progress = self.progress
         let limits = self.limits
-        try packaging(path: path) {
+        try packaging(.build, path: path) {
             try queue.writeWithoutTransaction { db in
                 // A CSV step needs statements that roll back whole (see `CSVLoader`): a rollback
                 // journal, which costs little there (pages added to the file are not journaled), in a
@@ -258,7 +259,7 @@ public struct SeedBuilder: Sendable {
                             try db.execute(sql: statement.sql)
                         } catch let error as DatabaseError {
                             // SQLite's message may quote a whole token (a string literal can be a gigabyte, and span lines).
-                            throw PackagingError(.sqlFailed, path: path, line: statement.line,
+                            throw PackagingError(.sqlFailed, step: .build, path: path, line: statement.line,
                                                  message: excerpt(error.message ?? "\(error.resultCode)", limit: 400), databaseError: error)
                         }
                     }
@@ -297,11 +298,11 @@ public struct SeedBuilder: Sendable {
             try db.execute(sql: "PRAGMA writable_schema = RESET")
             _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_schema")
         } catch let error as DatabaseError {
-            throw PackagingError(.sqlFailed, path: path,
+            throw PackagingError(.sqlFailed, step: .build, path: path,
                                  message: "the schema this step wrote is not one SQLite can read: \(excerpt(error.message ?? "\(error.resultCode)", limit: 400))",
                                  databaseError: error)
         } catch {
-            throw PackagingError.wrapping(error, path: path)
+            throw PackagingError.wrapping(error, step: .build, path: path)
         }
     }
 
@@ -328,7 +329,7 @@ public struct SeedBuilder: Sendable {
             let parent: String = first[2] ?? "?"
             let row = (first[1] as Int64?).map { "the row with rowid \($0)" } ?? "a row"
             let more = violations.count > 3 ? " (and more rows)" : violations.count > 1 ? " (and \(violations.count - 1) more)" : ""
-            throw PackagingError(.foreignKeyViolation, path: path, message: """
+            throw PackagingError(.foreignKeyViolation, step: .build, path: path, message: """
                 \(step == nil ? "at the end of the build" : "after this step"), \(row) of table '\(excerpt(table))' \
                 names a row of '\(excerpt(parent))' that does not exist\(more): every step must leave foreign_key_check \
                 empty, so add the missing parent rows or fix the child's key
@@ -337,7 +338,7 @@ public struct SeedBuilder: Sendable {
         if step == nil {
             let result = try String.fetchAll(db, sql: "PRAGMA integrity_check")
             guard result == ["ok"] else {
-                throw PackagingError(.integrityCheckFailed, path: path, message: "integrity_check: \(result.prefix(5).joined(separator: "; "))")
+                throw PackagingError(.integrityCheckFailed, step: .build, path: path, message: "integrity_check: \(result.prefix(5).joined(separator: "; "))")
             }
         }
     }
@@ -353,18 +354,18 @@ public struct SeedBuilder: Sendable {
         let file = compression.map { seedName + $0.codec.fileSuffix } ?? seedName
         let stale = ([seedName] + Codecs.all.map { seedName + $0.fileSuffix }).filter { $0 != file }
         // The file's SHA-256 (and fsync) on one core, its content hash on the other: both only read it.
-        let (contentHash, facts) = try packaging(path: path) {
+        let (contentHash, facts) = try packaging(.build, path: path) {
             try concurrently({ try SeedContentHash.compute(path: path) }, { try FileFacts(path: path, directory: directory, name: temporary) })
         }
         guard let header = facts.header else {
-            throw PackagingError(.integrityCheckFailed, path: path, message: "the built file does not start with a SQLite header")
+            throw PackagingError(.integrityCheckFailed, step: .build, path: path, message: "the built file does not start with a SQLite header")
         }
         let manifest = SeedManifest(
             facts: SeedFacts(
                 name: name, version: version, file: file, size: facts.size, sha256: facts.sha256,
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
             steps: recorded, contentHash: contentHash, compression: compression)
-        try packaging(path: directory.path(file)) {
+        try packaging(.build, path: directory.path(file)) {
             if let compression {
                 try compress(temporary, with: compression.codec, into: file, in: directory)
                 _ = try directory.remove(temporary)
@@ -386,7 +387,7 @@ extension SeedBuilder {
     /// file, fsync, rename, folder fsync): the same database gives the same bytes.
     private func compress(_ temporary: String, with codec: any Codec, into compressedName: String, in directory: Directory) throws {
         guard let source = try directory.openForReading(temporary) else {
-            throw PackagingError(.io, path: directory.path(temporary), message: "the built database disappeared before it was compressed")
+            throw PackagingError(.io, step: .build, path: directory.path(temporary), message: "the built database disappeared before it was compressed")
         }
         let sizes = try directory.writeDurably(compressedName) { destination, compressing in
             try directory.fileSystem.performCoding(.write, directory.path(compressing)) { () throws(CodecFailure) in
@@ -394,15 +395,6 @@ extension SeedBuilder {
             }
         }
         logger.info("compressed seed", metadata: ["seed": "\(directory.path(compressedName))", "database": "\(sizes.read)", "compressed": "\(sizes.written)", "codec": "\(codec.name)"])
-    }
-}
-
-/// Runs `body`, turning whatever it throws into a ``PackagingError`` about `path`.
-func packaging<T>(path: String?, line: Int? = nil, _ body: () throws -> T) throws(PackagingError) -> T {
-    do {
-        return try body()
-    } catch {
-        throw PackagingError.wrapping(error, path: path, line: line)
     }
 }
 

@@ -75,14 +75,14 @@ public enum SeedDeltaBuilder {
     ///   - newContentHash: The new seed's content hash when the caller has computed it already
     ///     (`reseed publish` does), so it is not computed again; nil to compute it. Trusted only as
     ///     far as the verification goes: a delta that does not reach it is not expressible.
-    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/buildDelta``): ``ReseedError/Code/invalidArgument``
-    ///   when `deltaPath` exists; ``ReseedError/Code/io`` or ``ReseedError/Code/database`` when a file
-    ///   cannot be read or written (step ``ReseedError/Step/verify`` for a seed that cannot be hashed).
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/buildDelta``): ``PackagingError/Code/invalidArgument``
+    ///   when `deltaPath` exists; ``PackagingError/Code/io`` or ``PackagingError/Code/database`` when a file
+    ///   cannot be read or written, naming it.
     public static func build(from oldPath: String, to newPath: String, into deltaPath: String, newContentHash: String? = nil)
-        throws(ReseedError) -> Outcome
+        throws(PackagingError) -> Outcome
     {
         let deltaURL = URL(fileURLWithPath: deltaPath, isDirectory: false)
-        let directory = try during(.buildDelta, path: deltaPath) {
+        let directory = try packaging(.buildDelta, path: deltaPath) {
             try FileSystem().openDirectory(deltaURL.deletingLastPathComponent(), create: false)
         }
         let name = deltaURL.lastPathComponent
@@ -91,9 +91,9 @@ public enum SeedDeltaBuilder {
             let file = try directory.createExclusive(name)
             try file.close()
         } catch let failure as FileSystemFailure where failure.errno == .fileExists {
-            throw ReseedError(.invalidArgument, step: .buildDelta, path: deltaPath, message: "the delta file already exists")
+            throw PackagingError(.invalidArgument, step: .buildDelta, path: deltaPath, message: "the delta file already exists")
         } catch {
-            throw ReseedError.wrapping(error, step: .buildDelta, path: deltaPath)
+            throw PackagingError.wrapping(error, step: .buildDelta, path: deltaPath)
         }
         var keep = false
         defer {
@@ -102,10 +102,14 @@ public enum SeedDeltaBuilder {
                 _ = try? directory.remove(name + "-journal")
             }
         }
-        let fromContentHash = try SeedContentHash.compute(path: oldPath)
+        let fromContentHash = try packaging(.buildDelta, path: oldPath) { try SeedContentHash.compute(path: oldPath) }
         let toContentHash: String
-        if let newContentHash { toContentHash = newContentHash } else { toContentHash = try SeedContentHash.compute(path: newPath) }
-        let written = try during(.buildDelta, path: deltaPath) {
+        if let newContentHash {
+            toContentHash = newContentHash
+        } else {
+            toContentHash = try packaging(.buildDelta, path: newPath) { try SeedContentHash.compute(path: newPath) }
+        }
+        let written = try packaging(.buildDelta, path: deltaPath) {
             try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
                 .write(fromContentHash: fromContentHash, toContentHash: toContentHash)
         }
@@ -117,19 +121,19 @@ public enum SeedDeltaBuilder {
         if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash, directory: directory) {
             return .notExpressible(reason: failure)
         }
-        let size = try during(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
+        let size = try packaging(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
         keep = true
         return .built(Built(fromContentHash: fromContentHash, toContentHash: toContentHash, tables: tables, size: size))
     }
 
     /// Applies the delta to a scratch copy of the old seed beside it; returns why it failed, or nil when it reached `toContentHash`.
-    private static func verify(deltaPath: String, oldPath: String, toContentHash: String, directory: Directory) throws(ReseedError) -> String? {
+    private static func verify(deltaPath: String, oldPath: String, toContentHash: String, directory: Directory) throws(PackagingError) -> String? {
         let scratch = Directory.temporaryName(for: URL(fileURLWithPath: deltaPath).lastPathComponent)
         defer {
             _ = try? directory.remove(scratch)
             _ = try? directory.remove(scratch + "-journal")
         }
-        try during(.buildDelta, path: directory.path(scratch)) {
+        try packaging(.buildDelta, path: directory.path(scratch)) {
             let source = try FileSystem.openRegularFile(oldPath)
             let copy = try directory.createExclusive(scratch)
             _ = try directory.fileSystem.perform(.copy, directory.path(scratch)) { () throws(Errno) in
@@ -141,7 +145,7 @@ public enum SeedDeltaBuilder {
             _ = try SeedDelta.apply(deltaPath: deltaPath, to: directory.path(scratch), expectedContentHash: toContentHash)
             return nil
         } catch where error.code == .io {
-            throw error
+            throw PackagingError(error, step: .buildDelta)
         } catch {
             return "the delta does not reproduce the new seed on a copy of the old one: \(error.message)"
                 + (error.databaseError.map { " (SQLite: \($0.message ?? "\($0.resultCode)"))" } ?? "")

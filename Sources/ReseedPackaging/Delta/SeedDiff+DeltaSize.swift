@@ -32,12 +32,12 @@ extension SeedDiff {
 
     /// Builds the delta from `old` to `new` in a temporary folder, measures it and removes it.
     ///
-    /// - Throws: ``ReseedError`` when a seed cannot be read or the temporary folder written
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/buildDelta``) when a seed cannot be read or the temporary folder written
     ///   (see ``SeedDeltaBuilder/build(from:to:into:newContentHash:)``); a change no delta can express is a result, not an error.
-    public static func deltaSize(old: URL, new: URL) throws(ReseedError) -> DeltaSize {
+    public static func deltaSize(old: URL, new: URL) throws(PackagingError) -> DeltaSize {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("reseed-delta-\(UInt64.random(in: .min ... .max))", isDirectory: true)
-        try during(.buildDelta, path: folder.path) { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false) }
+        try packaging(.buildDelta, path: folder.path) { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false) }
         defer { try? FileManager.default.removeItem(at: folder) }
         let delta = folder.appendingPathComponent("seed.delta").path
         switch try SeedDeltaBuilder.build(from: old.path, to: new.path, into: delta) {
@@ -45,7 +45,7 @@ extension SeedDiff {
             let codec = Codecs.written
             let compressedName = "seed.delta" + codec.fileSuffix
             let compressed = folder.appendingPathComponent(compressedName).path
-            let written = try during(.buildDelta, path: compressed) { () throws -> Int64 in
+            let written = try packaging(.buildDelta, path: compressed) { () throws -> Int64 in
                 let source = try FileSystem.openRegularFile(delta)
                 let target = try FileSystem().openDirectory(folder, create: false).createExclusive(compressedName)
                 return try codec.compress(from: source, to: target).written

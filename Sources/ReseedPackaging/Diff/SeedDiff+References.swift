@@ -65,11 +65,11 @@ extension SeedDiff {
     ///   - keyLimit: How many keys to list per reference; the count stays exact beyond it.
     ///     Default 20; a negative value counts as 0.
     /// - Returns: One entry per reference, in the order given.
-    /// - Throws: ``PackagingError`` when a file cannot be opened as a database,
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/diff``) when a file cannot be opened as a database,
     ///   ``PackagingError/Code/unknownTable`` or ``PackagingError/Code/unknownColumn`` naming the
     ///   old seed and the reference when the old seed has no such table or column.
     public static func referencedKeys(old: URL, new: URL, references: [SeedReference], keyLimit: Int = 20) throws(PackagingError) -> [ReferencedKeys] {
-        try packaging(path: old.path) {
+        try packaging(.diff, path: old.path) {
             try readingBoth(old: old, new: new) { oldDB, newDB in
                 try references.map { reference in
                     try removedKeys(reference, old: oldDB, oldPath: old.path, new: newDB, limit: max(0, keyLimit))
@@ -81,10 +81,10 @@ extension SeedDiff {
     private static func removedKeys(_ reference: SeedReference, old: Database, oldPath: String, new: Database, limit: Int) throws -> ReferencedKeys {
         let table = reference.seedTable, column = reference.seedColumn
         guard try old.tableExists(table) else {
-            throw PackagingError(.unknownTable, path: oldPath, message: "reference '\(reference)': the old seed has no table '\(table)'")
+            throw PackagingError(.unknownTable, step: .diff, path: oldPath, message: "reference '\(reference)': the old seed has no table '\(table)'")
         }
         guard try hasColumn(column, of: table, in: old) else {
-            throw PackagingError(.unknownColumn, path: oldPath, message: "reference '\(reference)': the old seed's table '\(table)' has no column '\(column)'")
+            throw PackagingError(.unknownColumn, step: .diff, path: oldPath, message: "reference '\(reference)': the old seed's table '\(table)' has no column '\(column)'")
         }
         let note: String?
         if try !new.tableExists(table) {

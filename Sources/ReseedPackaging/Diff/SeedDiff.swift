@@ -160,7 +160,7 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     ///   - exampleLimit: How many added, removed and changed rows to show per
     ///     table, each; counts stay exact beyond it. Default 5; a negative value counts as 0.
     /// - Returns: The differences, empty when the databases hold the same schema and rows.
-    /// - Throws: ``PackagingError`` when a file is missing, is a folder or is not a SQLite
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/diff``) when a file is missing, is a folder or is not a SQLite
     ///   database (its ``PackagingError/errno`` is the `stat(2)` failure, such as `ENOENT`, or
     ///   `EISDIR` for a folder), or when SQLite fails while reading either one.
     ///
@@ -170,7 +170,7 @@ public struct SeedDiff: Sendable, Codable, Equatable {
     /// ```
     public static func compare(old: URL, new: URL, exampleLimit: Int = 5) throws(PackagingError) -> SeedDiff {
         // Every failure below is already a PackagingError naming its file; the wrap only types it.
-        try packaging(path: old.path) { try compareOpened(old: old, new: new, exampleLimit: exampleLimit) }
+        try packaging(.diff, path: old.path) { try compareOpened(old: old, new: new, exampleLimit: exampleLimit) }
     }
 
     /// ``compare(old:new:exampleLimit:)`` with untyped throws, as GRDB's closures throw.
@@ -240,10 +240,10 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         do {
             status = try FilePath(path).stat()
         } catch {
-            throw PackagingError(.io, path: path, message: error == .noSuchFileOrDirectory ? "cannot open" : "cannot read the file", errno: error)
+            throw PackagingError(.io, step: .diff, path: path, message: error == .noSuchFileOrDirectory ? "cannot open" : "cannot read the file", errno: error)
         }
         guard status.type != .directory else {
-            throw PackagingError(.io, path: path, message: "is a directory, not a database file", errno: .isDirectory)
+            throw PackagingError(.io, step: .diff, path: path, message: "is a directory, not a database file", errno: .isDirectory)
         }
 
         var configuration = Configuration()
@@ -262,7 +262,7 @@ extension SeedDiff {
     /// Builds the ``PackagingError`` of a comparison that could not be made, about `path`.
     enum Failure {
         static func make(path: String, message: String, databaseError: DatabaseError? = nil) -> PackagingError {
-            PackagingError(databaseError == nil ? .io : .database, path: path, message: message, databaseError: databaseError)
+            PackagingError(databaseError == nil ? .io : .database, step: .diff, path: path, message: message, databaseError: databaseError)
         }
 
         /// Runs `body`, turning a `DatabaseError` into a failure on `path`; other errors pass through.

@@ -84,27 +84,27 @@ public struct ProjectImporter: Sendable {
 
     /// Reads the source database and writes the project.
     ///
-    /// - Throws: ``PackagingError``: ``PackagingError/Code/alreadyExists`` naming `reseed.json` or
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/importDatabase``): ``PackagingError/Code/alreadyExists`` naming `reseed.json` or
     ///   `Migrations/` when either is there and ``force`` is false; ``PackagingError/Code/notImportable`` naming what cannot
     ///   be carried; `invalidArgument` for a bad name or version, or a source that is not a
     ///   regular file holding a SQLite database.
     public func run() throws(PackagingError) -> Result {
         guard SeedManifest.isValidStoreName(name) else {
-            throw PackagingError(.invalidArgument, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+            throw PackagingError(.invalidArgument, step: .importDatabase, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
         }
         if let problem = SeedManifest.versionProblem(version) {
-            throw PackagingError(.invalidArgument, message: "seed version: \(problem)")
+            throw PackagingError(.invalidArgument, step: .importDatabase, message: "seed version: \(problem)")
         }
         try checkSource()
-        let folder = try packaging(path: directory.path) { try fileSystem.openDirectory(directory, create: true) }
+        let folder = try packaging(.importDatabase, path: directory.path) { try fileSystem.openDirectory(directory, create: true) }
         if !force { try refuseExisting(in: folder) }
         let temporary = ".reseed-init-" + UUID().uuidString
-        try packaging(path: folder.path(temporary)) { try folder.makeDirectory(temporary, permissions: FilePermissions(rawValue: 0o755)) }
+        try packaging(.importDatabase, path: folder.path(temporary)) { try folder.makeDirectory(temporary, permissions: FilePermissions(rawValue: 0o755)) }
         defer { try? FileManager.default.removeItem(atPath: folder.path(temporary)) }
-        let work = try packaging(path: folder.path(temporary)) { try fileSystem.openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
+        let work = try packaging(.importDatabase, path: folder.path(temporary)) { try fileSystem.openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
         let (steps, schema) = try writeSteps(into: work)
         try writeConfiguration(into: work, header: (schema.userVersion, schema.applicationID))
-        try packaging(path: directory.path) { try place(from: work, into: folder) }
+        try packaging(.importDatabase, path: directory.path) { try place(from: work, into: folder) }
         return Result(
             configurationURL: directory.appendingPathComponent(Self.configurationFile),
             migrationsURL: directory.appendingPathComponent(Self.migrationsFolder), steps: steps, notCarried: schema.notCarried)
@@ -112,9 +112,9 @@ public struct ProjectImporter: Sendable {
 
     private func refuseExisting(in folder: Directory) throws(PackagingError) {
         for name in [Self.configurationFile, Self.migrationsFolder] {
-            let status = try packaging(path: folder.path(name)) { try folder.status(name) }
+            let status = try packaging(.importDatabase, path: folder.path(name)) { try folder.status(name) }
             if status != nil {
-                throw PackagingError(.alreadyExists, path: folder.path(name), message: "already exists, and reseed init replaces a project only when forced",
+                throw PackagingError(.alreadyExists, step: .importDatabase, path: folder.path(name), message: "already exists, and reseed init replaces a project only when forced",
                                      advice: "pass --force to replace it")
             }
         }
@@ -150,14 +150,14 @@ public struct ProjectImporter: Sendable {
             let file = try FileSystem.openRegularFile(path)
             let header = try file.read(count: 16, at: 0)
             guard StoreHeader.hasMagic(header) else {
-                throw PackagingError(.invalidArgument, path: path, message: "not a SQLite database (its first bytes are not the SQLite header)")
+                throw PackagingError(.invalidArgument, step: .importDatabase, path: path, message: "not a SQLite database (its first bytes are not the SQLite header)")
             }
         } catch let failure as FileSystemFailure {
-            throw PackagingError(.invalidArgument, path: path, message: "cannot read the database" + (failure.reason.map { ": " + $0 } ?? ""), errno: failure.errno)
+            throw PackagingError(.invalidArgument, step: .importDatabase, path: path, message: "cannot read the database" + (failure.reason.map { ": " + $0 } ?? ""), errno: failure.errno)
         } catch let error as Errno {
-            throw PackagingError(.io, path: path, message: "cannot read the database", errno: error)
+            throw PackagingError(.io, step: .importDatabase, path: path, message: "cannot read the database", errno: error)
         } catch {
-            throw PackagingError.wrapping(error, path: path)
+            throw PackagingError.wrapping(error, step: .importDatabase, path: path)
         }
     }
 
@@ -166,13 +166,13 @@ public struct ProjectImporter: Sendable {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "reseed.init"
-        let queue = try packaging(path: path) { try DatabaseQueue(path: path, configuration: configuration) }
+        let queue = try packaging(.importDatabase, path: path) { try DatabaseQueue(path: path, configuration: configuration) }
         defer { try? queue.close() }
-        let migrations = try packaging(path: work.path(Self.migrationsFolder)) {
+        let migrations = try packaging(.importDatabase, path: work.path(Self.migrationsFolder)) {
             try work.makeDirectory(Self.migrationsFolder, permissions: FilePermissions(rawValue: 0o755))
             return try fileSystem.openDirectory(work.url.appendingPathComponent(Self.migrationsFolder), create: false)
         }
-        return try packaging(path: path) {
+        return try packaging(.importDatabase, path: path) {
             // One read transaction: the steps see one state of the database.
             try queue.read { db in
                 let schema = try SourceSchema.read(db, path: path)
@@ -234,7 +234,7 @@ public struct ProjectImporter: Sendable {
             var userVersion: Int32?
             var applicationID: Int32?
         }
-        try packaging(path: work.path(Self.configurationFile)) {
+        try packaging(.importDatabase, path: work.path(Self.configurationFile)) {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let data = try encoder.encode(File(

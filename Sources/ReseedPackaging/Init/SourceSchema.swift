@@ -47,7 +47,7 @@ struct SourceSchema {
     ///   carried exactly: a Reseed table in a database that is not a seed (one without Reseed's
     ///   metadata), a `CREATE` statement with a CR, rows that break a foreign key.
     static func read(_ db: Database, path: String) throws(PackagingError) -> SourceSchema {
-        try packaging(path: path) {
+        try packaging(.importDatabase, path: path) {
             // A seed is recognised by its metadata, never by its application_id (which is the app's).
             let isSeed = (try? SeedMetadata.read(db)) != nil
             let reseedTables: Set<String> = [SeedMetadata.tableName, SeedMetadata.stepsTableName]
@@ -79,10 +79,10 @@ struct SourceSchema {
                 if lowered.hasPrefix("sqlite_") || owner.lowercased().hasPrefix("sqlite_") { continue }
                 if reseedTables.contains(lowered) || reseedTables.contains(owner.lowercased()) {
                     if isSeed { continue }
-                    throw PackagingError(.notImportable, path: path, message: "\(type) '\(name)' has a name Reseed's own metadata uses, in a database that is not a seed: rename it first")
+                    throw PackagingError(.notImportable, step: .importDatabase, path: path, message: "\(type) '\(name)' has a name Reseed's own metadata uses, in a database that is not a seed: rename it first")
                 }
                 if sql.utf8.contains(0x0D) {
-                    throw PackagingError(.notImportable, path: path, message: "the CREATE statement of \(type) '\(excerpt(name))' contains a CR, which a .sql step cannot carry (steps are read with LF line ends)")
+                    throw PackagingError(.notImportable, step: .importDatabase, path: path, message: "the CREATE statement of \(type) '\(excerpt(name))' contains a CR, which a .sql step cannot carry (steps are read with LF line ends)")
                 }
                 switch type {
                 case "table" where sql.uppercased().hasPrefix("CREATE VIRTUAL"):
@@ -106,7 +106,7 @@ struct SourceSchema {
                 let violation = try Row.fetchOne(db, sql: "SELECT rowid, parent FROM pragma_foreign_key_check(?) LIMIT 1", arguments: [table.name])
                 if let violation {
                     let rowid = (violation["rowid"] as Int64?).map { "rowid \($0)" } ?? "a row"
-                    throw PackagingError(.notImportable, path: path, message: "table '\(excerpt(table.name))': \(rowid) names a missing row of '\(excerpt(violation["parent"] as String? ?? "?"))' (foreign_key_check), and every step of a build must pass foreign_key_check: fix the row first")
+                    throw PackagingError(.notImportable, step: .importDatabase, path: path, message: "table '\(excerpt(table.name))': \(rowid) names a missing row of '\(excerpt(violation["parent"] as String? ?? "?"))' (foreign_key_check), and every step of a build must pass foreign_key_check: fix the row first")
                 }
             }
             if try db.tableExists("sqlite_sequence") {

@@ -81,8 +81,8 @@ public struct MigrationStep: Sendable, Hashable {
     /// ``checksum(of:)`` of the step's file, read a chunk at a time: memory stays small whatever the
     /// file's size (a build that rejects a step after 64 MiB does not hash it from a mapping of all of it).
     ///
-    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read or is not a
-    ///   regular file (a FIFO or `/dev/zero` would never end).
+    /// - Throws: ``PackagingError/Code/io`` (step ``PackagingError/Step/readMigrations``) naming the file
+    ///   when it cannot be read or is not a regular file (a FIFO or `/dev/zero` would never end).
     public func checksum() throws(PackagingError) -> String {
         let file = try open()
         var hasher = SHA256()
@@ -100,13 +100,14 @@ public struct MigrationStep: Sendable, Hashable {
 
     /// Reads the step's file.
     ///
-    /// - Throws: ``PackagingError/Code/io`` naming the file when it cannot be read or is not a regular file.
+    /// - Throws: ``PackagingError/Code/io`` (step ``PackagingError/Step/readMigrations``) naming the file
+    ///   when it cannot be read or is not a regular file.
     public func contents() throws(PackagingError) -> Data {
         _ = try open()
         do {
             return try Data(contentsOf: url, options: .alwaysMapped)
         } catch {
-            throw PackagingError.io("cannot read the step", path: url.path, error: error)
+            throw PackagingError.io("cannot read the step", step: .readMigrations, path: url.path, error: error)
         }
     }
 
@@ -117,7 +118,7 @@ public struct MigrationStep: Sendable, Hashable {
         do {
             return try FileSystem.openRegularFile(url.path)
         } catch {
-            throw PackagingError.io("cannot read the step", path: url.path, error: error)
+            throw PackagingError.io("cannot read the step", step: .readMigrations, path: url.path, error: error)
         }
     }
 
@@ -128,7 +129,7 @@ public struct MigrationStep: Sendable, Hashable {
         do {
             return try file.read(into: buffer)
         } catch {
-            throw PackagingError.io("cannot read the step", path: url.path, error: error)
+            throw PackagingError.io("cannot read the step", step: .readMigrations, path: url.path, error: error)
         }
     }
 }

@@ -19,7 +19,7 @@ public struct MigrationsFolder: Sendable {
 
     /// Lists and checks the steps in `url`.
     ///
-    /// - Throws: ``PackagingError`` ``PackagingError/Code/invalidStepName`` or
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/readMigrations``) ``PackagingError/Code/invalidStepName`` or
     ///   ``PackagingError/Code/duplicateStepNumber`` naming the file, or
     ///   ``PackagingError/Code/io`` when the folder cannot be read.
     public init(at url: URL) throws(PackagingError) {
@@ -27,7 +27,7 @@ public struct MigrationsFolder: Sendable {
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: url.path)
         } catch {
-            throw PackagingError.io("cannot read the migrations folder", path: url.path, error: error)
+            throw PackagingError.io("cannot read the migrations folder", step: .readMigrations, path: url.path, error: error)
         }
         var steps: [MigrationStep] = []
         var byNumber: [Int: String] = [:]
@@ -38,10 +38,10 @@ public struct MigrationsFolder: Sendable {
                 let why = !ext.isEmpty && MigrationStep.Kind(rawValue: ext) == nil
                     ? "unknown step extension '.\(ext)' (expected .sql, .csv or .json)"
                     : "not a step name: expected NNNN_description.sql|csv|json (digits, an underscore, letters/digits/underscores)"
-                throw PackagingError(.invalidStepName, path: file.path, message: why)
+                throw PackagingError(.invalidStepName, step: .readMigrations, path: file.path, message: why)
             }
             if let other = byNumber[step.number] {
-                throw PackagingError(.duplicateStepNumber, path: file.path, message: "step number \(step.number) is also used by \(other)")
+                throw PackagingError(.duplicateStepNumber, step: .readMigrations, path: file.path, message: "step number \(step.number) is also used by \(other)")
             }
             byNumber[step.number] = name
             steps.append(step)

@@ -39,12 +39,12 @@ extension ChannelPublisher {
     }
 
     /// The content hash of the published seed file; it must be the one its manifest states, if any.
-    func checkContentHash(of file: String, seed: Seed, in directory: Directory) throws(ReseedError) -> String {
+    func checkContentHash(of file: String, seed: Seed, in directory: Directory) throws(PackagingError) -> String {
         let path = directory.path(file)
-        let computed = try during(.publish, path: path) { try SeedContentHash.compute(path: path) }
+        let computed = try packaging(.publish, path: path) { try SeedContentHash.compute(path: path) }
         if let stated = seed.manifest.contentHash, stated != computed {
-            throw ReseedError(.verificationFailed, step: .publish, path: seed.fileURL.path,
-                              message: "the seed's content hash is \(computed); its manifest says \(stated)")
+            throw PackagingError(.verificationFailed, step: .publish, path: seed.fileURL.path,
+                                 message: "the seed's content hash is \(computed); its manifest says \(stated)")
         }
         return computed
     }
@@ -52,7 +52,7 @@ extension ChannelPublisher {
     /// Builds the delta from `release` to the seed `manifest` describes, checks it and publishes it
     /// compressed; or says why not.
     func publishDelta(from release: EarlierRelease, to manifest: ChannelManifest, in directory: Directory)
-        throws(ReseedError) -> Swift.Result<ChannelManifest.Delta, Skipped>
+        throws(PackagingError) -> Swift.Result<ChannelManifest.Delta, Skipped>
     {
         guard let info = try? directory.status(release.file), info.kind == .regular else {
             return .failure(Skipped(message: "its seed file \(release.file) is no longer in the channel folder"))
@@ -86,12 +86,12 @@ extension ChannelPublisher {
     /// old one finds its SHA-256 wrong and falls back to the full seed).
     /// Returns nil, writing nothing under `name`, when the compressed file is over `limit` bytes.
     func publishCompressed(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
-        throws(ReseedError) -> ChannelManifest.File?
+        throws(PackagingError) -> ChannelManifest.File?
     {
         let temporary = Directory.temporaryName(for: name)
         defer { _ = try? directory.remove(temporary) }
         let target = directory.path(name)
-        let written = try during(.publish, path: target) { () throws -> FileFacts in
+        let written = try packaging(.publish, path: target) { () throws -> FileFacts in
             let source = try FileSystem.openRegularFile(sourcePath)
             try directory.writeTemporary(temporary, write: { destination in
                 _ = try Codecs.written.compress(from: source, to: destination)
@@ -99,17 +99,17 @@ extension ChannelPublisher {
             return try FileFacts(path: directory.path(temporary))
         }
         guard written.size <= limit else { return nil }
-        if try during(.publish, path: target, { try directory.status(name) }) != nil {
-            let existing = try during(.publish, path: target) { try FileFacts(path: target) }
+        if try packaging(.publish, path: target, { try directory.status(name) }) != nil {
+            let existing = try packaging(.publish, path: target) { try FileFacts(path: target) }
             if existing.sha256 == written.sha256 {
                 return ChannelManifest.File(file: name, size: existing.size, sha256: existing.sha256)
             }
             guard replacing else {
-                throw ReseedError(.invalidArgument, step: .publish, path: target,
-                                  message: "the channel already holds \(name) with other bytes; a published file never changes (publish a new version)")
+                throw PackagingError(.invalidArgument, step: .publish, path: target,
+                                     message: "the channel already holds \(name) with other bytes; a published file never changes (publish a new version)")
             }
         }
-        try during(.publish, path: target) {
+        try packaging(.publish, path: target) {
             try directory.rename(temporary, to: name)
             try directory.sync()
         }

@@ -70,23 +70,27 @@ public struct ChannelPublisher: Sendable {
 
     /// Copies `seed` into the channel and makes it the one the channel offers.
     ///
-    /// - Throws: ``ReseedError`` (step `publish`): ``ReseedError/Code/verificationFailed``
-    ///   when the seed file does not match its own manifest; ``ReseedError/Code/invalidArgument``
-    ///   when the channel holds another file under the seed's name; ``ReseedError/Code/io``;
-    ///   ``ReseedError/Code/lockTimeout``. The channel then still offers what it offered before.
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/publish``, or the step of the delta or
+    ///   signature that failed): ``PackagingError/Code/seedNotFound`` when the seed file is missing;
+    ///   ``PackagingError/Code/verificationFailed`` when the seed file does not match its own manifest;
+    ///   ``PackagingError/Code/invalidArgument`` when the channel holds another file under the seed's
+    ///   name; ``PackagingError/Code/io``; ``PackagingError/Code/busy`` when another publish kept the
+    ///   channel past ``lockTimeout``. The channel then still offers what it offered before.
     @discardableResult
-    public func publish(_ seed: Seed) throws(ReseedError) -> Result {
-        let directory = try during(.publish, path: channel.path) { try fileSystem.openDirectory(channel, create: true) }
+    public func publish(_ seed: Seed) throws(PackagingError) -> Result {
+        let directory = try packaging(.publish, path: channel.path) { try fileSystem.openDirectory(channel, create: true) }
         let lockName = ".channel.reseed-lock"
-        let lock = try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout,
-                                         timeoutMessage: "another publish into this channel is running (waited \(lockTimeout))")
+        guard let lock = try packaging(.publish, path: directory.path(lockName), { try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout) }) else {
+            throw PackagingError(.busy, step: .publish, path: directory.path(lockName), message: "another publish into this channel is running (waited \(lockTimeout))",
+                                 advice: "try again once the other publish has finished")
+        }
         defer { lock.release() }
 
         let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
         var manifest = ChannelManifest(seed: seed.manifest, file: file)
         let earlier = previousReleases(of: manifest, in: directory)
         let compressedFile = file + Codecs.written.fileSuffix
-        try during(.publish, path: channel.path) {
+        try packaging(.publish, path: channel.path) {
             for name in [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile) {
                 try directory.removeTemporaryFiles(for: name)
             }
@@ -103,7 +107,7 @@ public struct ChannelPublisher: Sendable {
         }
         let bytes = manifest.encoded()
         let signature = try privateKey.signature(for: bytes)
-        try during(.publish, path: directory.path(ChannelManifest.fileName)) {
+        try packaging(.publish, path: directory.path(ChannelManifest.fileName)) {
             try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array((signature.base64EncodedString() + "\n").utf8))
             try directory.replaceAtomically(ChannelManifest.fileName, with: Array(bytes))
         }
@@ -114,28 +118,30 @@ public struct ChannelPublisher: Sendable {
     }
 
     /// Step 1; returns false when the same bytes were already published under `file`.
-    private func copySeed(_ seed: Seed, as file: String, into directory: Directory) throws(ReseedError) -> Bool {
+    private func copySeed(_ seed: Seed, as file: String, into directory: Directory) throws(PackagingError) -> Bool {
         let target = directory.path(file)
-        if try during(.publish, path: target, { try directory.status(file) }) != nil {
-            let facts = try during(.publish, path: target) { try FileFacts(path: target) }
+        if try packaging(.publish, path: target, { try directory.status(file) }) != nil {
+            let facts = try packaging(.publish, path: target) { try FileFacts(path: target) }
             guard facts.size == seed.manifest.size, facts.sha256 == seed.manifest.sha256 else {
-                throw ReseedError(.invalidArgument, step: .publish, path: target,
-                                  message: "the channel already holds \(file) with other bytes; a published file never changes (publish a new version)")
+                throw PackagingError(.invalidArgument, step: .publish, path: target,
+                                     message: "the channel already holds \(file) with other bytes; a published file never changes (publish a new version)")
             }
             return false
         }
-        let source = try seed.openFile(at: .publish)
-        _ = try during(.publish, path: target) {
+        // The runtime names the seed's own failures (a missing file, a stream that does not
+        // decompress) at its step `copy`; `packaging` makes them the publish's.
+        let source = try packaging(.publish, path: seed.fileURL.path) { try seed.openFile(at: .copy) }
+        _ = try packaging(.publish, path: target) {
             try directory.writeDurably(file, write: { destination, temporary in
                 // A compressed seed is published decompressed: the database its manifest describes.
-                try during(.publish, path: seed.fileURL.path) {
+                try during(.copy, path: seed.fileURL.path) {
                     try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
                         try seed.copyDatabase(from: source, to: destination, hashing: true)
                     }
                 }
             }, check: { copied, _ in
                 guard copied.bytes == seed.manifest.size, copied.sha256 == seed.manifest.sha256 else {
-                    throw ReseedError(.verificationFailed, step: .publish, path: seed.fileURL.path, message:
+                    throw PackagingError(.verificationFailed, step: .publish, path: seed.fileURL.path, message:
                         "the seed is \(copied.bytes) bytes with SHA-256 \(copied.sha256 ?? "?"); its manifest says \(seed.manifest.size) bytes, \(seed.manifest.sha256)")
                 }
             })

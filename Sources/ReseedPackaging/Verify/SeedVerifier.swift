@@ -68,14 +68,14 @@ public struct SeedVerifier: Sendable {
 
     /// Runs every check and collects every finding (it does not stop at the first).
     ///
-    /// - Throws: ``PackagingError`` only when the seed cannot be examined at all
-    ///   (no manifest, unreadable file).
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/verify``) only when the seed cannot
+    ///   be examined at all (no manifest, unreadable file).
     public func verify(migrations: URL? = nil) throws(PackagingError) -> Report {
         let located: Seed
         do {
             located = try Seed(at: seed)
         } catch {
-            throw PackagingError.wrapping(error, path: seed.path)
+            throw PackagingError.wrapping(error, step: .verify, path: seed.path)
         }
         let manifest = located.manifest
         var findings: [Finding] = []
@@ -91,11 +91,11 @@ public struct SeedVerifier: Sendable {
             add(.compression, "\(manifest.file) does not decompress: \(error.message)")
             return Report(seed: located.fileURL.path, name: manifest.name, version: manifest.version, findings: findings)
         } catch {
-            throw PackagingError.wrapping(error, path: located.fileURL.path)
+            throw PackagingError.wrapping(error, step: .verify, path: located.fileURL.path)
         }
         let path = file.path
 
-        let facts = try packaging(path: path) { try FileFacts(path: path) }
+        let facts = try packaging(.verify, path: path) { try FileFacts(path: path) }
         if facts.size != manifest.size { add(.sizeMismatch, "\(manifest.file) is \(facts.size) bytes, the manifest says \(manifest.size)") }
         if facts.sha256 != manifest.sha256 { add(.checksumMismatch, "\(manifest.file) has SHA-256 \(facts.sha256), the manifest says \(manifest.sha256)") }
         if let header = facts.header {
@@ -175,7 +175,7 @@ public struct SeedVerifier: Sendable {
     private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> SeedMetadata? {
         var configuration = Configuration()
         configuration.readonly = true
-        return try packaging(path: path) {
+        return try packaging(.verify, path: path) {
             do {
                 let queue = try DatabaseQueue(path: path, configuration: configuration)
                 defer { try? queue.close() }

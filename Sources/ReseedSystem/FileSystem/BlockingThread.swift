@@ -52,8 +52,11 @@ package final class BlockingThread<Value: Sendable>: Sendable {
 /// process's thread limit), the work goes to `DispatchQueue.global()` instead: slower for the
 /// app's other tasks, but it runs, where running it inline could deadlock a caller that waits
 /// for it.
-package func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-    let job = Unmanaged.passRetained(ThreadJob(name: name, body: body))
+///
+/// A `background` thread runs at a lower priority (``Syscalls/lowerThreadPriority()``): for work
+/// the app does not wait on, which then takes a core only when the app's threads leave one.
+package func startDetachedThread(_ name: String, background: Bool = false, _ body: @escaping @Sendable () -> Void) {
+    let job = Unmanaged.passRetained(ThreadJob(name: name, background: background, body: body))
     if Syscalls.spawnDetachedThread(job.toOpaque()) { return }
     job.release()
     DispatchQueue.global().async(execute: body)
@@ -63,10 +66,15 @@ package func startDetachedThread(_ name: String, _ body: @escaping @Sendable () 
 /// until it returns: the task's pool thread runs the app's other tasks meanwhile.
 ///
 /// - Throws: what `body` throws.
-package func offload<T: Sendable, E: Error>(_ name: String = "reseed-blocking", _ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+/// With `background`, the thread runs at a lower priority (see ``startDetachedThread(_:background:_:)``).
+///
+/// - Throws: what `body` throws.
+package func offload<T: Sendable, E: Error>(
+    _ name: String = "reseed-blocking", background: Bool = false, _ body: @escaping @Sendable () throws(E) -> T
+) async throws(E) -> T {
     let job = OneShotJob(body)
     let result: Result<T, E> = await withCheckedContinuation { continuation in
-        startDetachedThread(name) { continuation.resume(returning: job.run()) }
+        startDetachedThread(name, background: background) { continuation.resume(returning: job.run()) }
     }
     return try result.get()
 }
@@ -93,10 +101,12 @@ private final class OneShotJob<T: Sendable, E: Error>: Sendable {
 /// What a new thread runs, handed to it through `pthread_create`'s context pointer.
 private final class ThreadJob: Sendable {
     let name: String
+    let background: Bool
     let body: @Sendable () -> Void
 
-    init(name: String, body: @escaping @Sendable () -> Void) {
+    init(name: String, background: Bool, body: @escaping @Sendable () -> Void) {
         self.name = name
+        self.background = background
         self.body = body
     }
 }
@@ -107,6 +117,8 @@ func runThreadJob(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointe
     let job = Unmanaged<ThreadJob>.fromOpaque(context).takeRetainedValue()
     // A name is a debugging aid (`top -H`, a debugger's thread list); Foundation sets the system's.
     Thread.current.name = job.name
+    // A priority the system refuses to lower leaves the work at the normal one: it still runs.
+    if job.background { _ = Syscalls.lowerThreadPriority() }
     job.body()
     return nil
 }

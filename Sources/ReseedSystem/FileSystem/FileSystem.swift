@@ -109,6 +109,12 @@ package struct FileSystem: Sendable {
         try Syscalls.realpath(path)
     }
 
+    /// The names in the directory at `path`, but `.` and `..` (`readdir(3)`): cheaper than
+    /// Foundation's `contentsOfDirectory(atPath:)` on a launch's path.
+    package static func directoryNames(_ path: String) throws(Errno) -> [String] {
+        try Syscalls.directoryNames(path)
+    }
+
     /// Wraps a read-only call, which the observer does not see.
     package func reading<T: ~Copyable>(_ operation: String, _ path: String, _ body: () throws(Errno) -> T) throws(FileSystemFailure) -> T {
         do {

@@ -282,6 +282,30 @@ enum Syscalls {
         #endif
         return pthread_create(&thread, &attributes, { runThreadJob($0) }, context) == 0
     }
+
+    /// The names in the directory at `path`, but `.` and `..` (`opendir(3)`, `readdir(3)`, `closedir(3)`).
+    ///
+    /// Foundation's `contentsOfDirectory(atPath:)` costs several times more, on a launch's path.
+    static func directoryNames(_ path: String) throws(Errno) -> [String] {
+        guard let directory = opendir(path) else { throw Errno(rawValue: errno) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        errno = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        if errno != 0 { throw Errno(rawValue: errno) }
+        return names
+    }
+
+    /// Lowers the calling thread's priority (`reseed_lower_thread_priority`: `setpriority(2)` of its
+    /// thread id to nice 10 on Linux, the utility QoS class on Apple platforms).
+    static func lowerThreadPriority() -> Result<Void, Errno> {
+        reseed_lower_thread_priority() == 0 ? .success(()) : .failure(Errno(rawValue: errno))
+    }
 }
 
 /// What `fstat(2)` says of a file, in Swift types.
