@@ -25,12 +25,25 @@ let package = Package(
         .target(name: "CReseedCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         // The system zlib, for compressed seeds (gzip): in every OS, so no C code is vendored.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // The system layer (the swift-nio model: a small public core over an internal system target):
+        // the syscall seam, owned descriptors, durable files, the fast copy, locks, blocking threads,
+        // the codecs (gzip), the byte-preserving JSON reader, the SQLite file header, and the one shape
+        // of a user's error sentence. No seed manifest, store install or channel in it; no descriptor
+        // number leaves it.
+        .target(
+            name: "ReseedSystem",
+            dependencies: [
+                "CReseedSystem",
+                "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
         .target(
             name: "Reseed",
             dependencies: [
+                "ReseedSystem",
                 "CReseedSystem",
                 "CReseedCurl",
-                "CZlib",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -41,6 +54,7 @@ let package = Package(
             name: "ReseedPackaging",
             dependencies: [
                 "Reseed",
+                "ReseedSystem",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -58,6 +72,7 @@ let package = Package(
             name: "reseed",
             dependencies: [
                 "Reseed",
+                "ReseedSystem",
                 "ReseedPackaging",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -65,22 +80,24 @@ let package = Package(
         // In-process benchmark figures; run through Benchmarks/run (release build).
         .executableTarget(
             name: "ReseedBenchmarks",
-            dependencies: ["Reseed", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Reseed", "ReseedSystem", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/ReseedBenchmarks"),
         // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures, the file-system
         // seam's fault plan): not a product.
-        .target(name: "ReseedTestSupport", dependencies: ["Reseed"], path: "Tests/ReseedTestSupport"),
+        .target(name: "ReseedTestSupport", dependencies: ["ReseedSystem"], path: "Tests/ReseedTestSupport"),
         .testTarget(
             name: "ReseedTests",
             // CZlib: the gzip tests build a deflate stream zlib's own way (a bomb of flushed blocks).
             // Logging: the preferences tests call the file's writer, which takes a Logger.
             dependencies: [
-                "Reseed", "CZlib", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport",
+                "Reseed", "ReseedSystem", "CZlib", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReseedPackagingTests",
-            dependencies: ["ReseedPackaging", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: ["ReseedPackaging", "ReseedSystem", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedTestingTests",
             // Reseed named too, though ReseedTesting brings it: without it an incremental build kept
@@ -88,7 +105,10 @@ let package = Package(
             dependencies: ["Reseed", "ReseedTesting", "ReseedTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "ReseedCLITests",
-            dependencies: ["reseed", "ReseedTesting", "ReseedTestSupport", "Reseed", "ReseedPackaging", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "reseed", "ReseedTesting", "ReseedTestSupport", "Reseed", "ReseedPackaging", "ReseedSystem",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             // The channel server the update tests start (python3); run from its place in the source tree.
             exclude: ["channel_server.py"]),
     ],

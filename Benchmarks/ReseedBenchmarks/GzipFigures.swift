@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 /// Figure 12: decompressing a compressed seed with Reseed's decoder (in process, to /dev/null,
 /// without and with the SHA-256 an install computes) versus `gzip -dc FILE > /dev/null`, the
@@ -15,8 +16,8 @@ func gunzip(file: URL, rounds: Int) throws {
             let seconds = try time {
                 let source = try FileSystem.openRegularFile(path)
                 // Not `openRegularFile`, which refuses a device.
-                let sink = OwnedDescriptor(adopting: try Syscalls.openat(Syscalls.currentDirectory, "/dev/null", .writeOnly, []))
-                bytes = try Gzip.decompress(from: source.raw, to: sink.raw, limit: .max, hashing: hash).bytes
+                let sink = try OwnedDescriptor.open("/dev/null", .writeOnly)
+                bytes = try Gzip.decompress(from: source, to: sink, limit: .max, hashing: hash).bytes
             }
             if hash { hashing.append(seconds) } else { ours.append(seconds) }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 import SystemPackage
 
 /// The one error type of the `Reseed` library.

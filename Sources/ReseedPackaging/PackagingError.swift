@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// The one error type of `ReseedPackaging`: what failed, during which ``Step``, in which file, at which line.

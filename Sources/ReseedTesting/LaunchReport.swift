@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 /// What a launch did and what the store holds afterwards, in plain values any test framework can assert on.
 public struct LaunchReport: Sendable {

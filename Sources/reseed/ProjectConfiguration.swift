@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// `reseed.json` at the repository root: the defaults of `reseed package` and `reseed launch`.

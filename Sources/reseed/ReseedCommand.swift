@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Reseed
 import ReseedPackaging
+import ReseedSystem
 
 /// `reseed`: ship versioned SQLite seeds and keep the app's store current.
 @main

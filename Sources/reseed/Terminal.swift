@@ -1,12 +1,6 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Reseed
+import ReseedSystem
 import Synchronization
 import SystemPackage
 
@@ -20,93 +14,53 @@ enum Terminal {
     ///
     /// - Throws: ``OutputError`` when the bytes cannot all be written.
     static func out(_ line: String) throws(OutputError) {
-        try write(Array((line + "\n").utf8), to: .standardOutput)
+        try write(Array((line + "\n").utf8), to: .output)
     }
 
     /// Writes `bytes` to stdout as they are.
     ///
     /// - Throws: ``OutputError`` when the bytes cannot all be written.
     static func out(_ bytes: some Sequence<UInt8>) throws(OutputError) {
-        try write(Array(bytes), to: .standardOutput)
+        try write(Array(bytes), to: .output)
     }
 
     /// Writes `reseed: line` to stderr; false when stderr cannot be written (there is nowhere
     /// left to say so: the exit status still tells).
     @discardableResult
     static func error(_ line: String) -> Bool {
-        (try? write(Array(("reseed: " + line + "\n").utf8), to: .standardError)) != nil
+        (try? write(Array(("reseed: " + line + "\n").utf8), to: .error)) != nil
     }
 
     /// Writes diagnostic text (progress) to stderr as it is; false when stderr cannot be written.
     @discardableResult
     static func diagnostic(_ text: String) -> Bool {
-        (try? write(Array(text.utf8), to: .standardError)) != nil
+        (try? write(Array(text.utf8), to: .error)) != nil
     }
 
-    static var stderrIsTerminal: Bool { isatty(Stream.standardError.rawValue) == 1 }
+    static var stderrIsTerminal: Bool { StandardStream.error.isTerminal }
 
-    /// A standard stream.
-    enum Stream: Int32 {
-        case standardOutput = 1
-        case standardError = 2
-
-        var name: String { self == .standardOutput ? "stdout" : "stderr" }
-    }
-
-    /// `write(2)` until every byte is written: a short write goes on, `EINTR` is retried, and a
-    /// non-blocking descriptor that is full (`EAGAIN`) is waited for with `poll(2)`.
-    static func write(_ bytes: [UInt8], to stream: Stream) throws(OutputError) {
-        var failure: Int32?
-        bytes.withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count, let base = buffer.baseAddress {
-                let count = system_write(stream.rawValue, base + done, buffer.count - done)
-                if count > 0 {
-                    done += count
-                    continue
-                }
-                let code = count == 0 ? EIO : errno
-                switch code {
-                case EINTR:
-                    continue
-                case EAGAIN, EWOULDBLOCK:
-                    var request = pollfd(fd: stream.rawValue, events: Int16(POLLOUT), revents: 0)
-                    if poll(&request, 1, -1) < 0, errno != EINTR {
-                        failure = errno
-                        return
-                    }
-                default:
-                    failure = code
-                    return
-                }
-            }
+    /// Writes every byte to `stream` (see `StandardStream.write(_:)`: short writes go on, `EINTR`
+    /// is retried, a full non-blocking stream is waited for).
+    static func write(_ bytes: [UInt8], to stream: StandardStream) throws(OutputError) {
+        do throws(Errno) {
+            try stream.write(bytes)
+        } catch {
+            throw OutputError(stream: stream, errno: error)
         }
-        if let failure { throw OutputError(stream: stream, code: failure) }
     }
 }
 
 /// A write to stdout or stderr failed.
 struct OutputError: Error, CustomStringConvertible {
-    var stream: Terminal.Stream
+    var stream: StandardStream
     /// The `errno` of the failed call.
-    var code: Int32
+    var errno: Errno
 
     /// "stdout: cannot write: no space left on device; the command ran, but its output was lost".
     var description: String {
-        ErrorSentence(location: stream.name, what: "cannot write", why: Errno(rawValue: code).phrase,
+        ErrorSentence(location: stream.name, what: "cannot write", why: errno.phrase,
                       advice: "the command ran, but its output was lost").description
     }
-}
-
-/// `write(2)` itself, outside Swift's overloads.
-private func system_write(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Darwin)
-    Darwin.write(fd, buffer, count)
-    #elseif canImport(Musl)
-    Musl.write(fd, buffer, count)
-    #else
-    Glibc.write(fd, buffer, count)
-    #endif
 }
 
 /// Progress text on stderr that stops, without failing the command, once stderr cannot be written.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// The user store of `reseed launch` and `reseed update`: flags, else reseed.json.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 /// What `reseed status` shows of a user store: its file, size, tables with their row counts,
 /// and the migrations GRDB recorded in `grdb_migrations`.

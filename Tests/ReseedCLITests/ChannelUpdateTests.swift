@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-import Reseed
+@testable import Reseed
 import ReseedPackaging
+import ReseedSystem
 import ReseedTesting
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Reseed
+import ReseedSystem
 
 /// The built `reseed` executable, run as a real process.
 enum ReseedBinary {

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import GRDB
-import Reseed
+@testable import Reseed
 import ReseedPackaging
 import ReseedTesting
 import ReseedTestSupport

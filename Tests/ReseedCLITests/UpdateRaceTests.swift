@@ -1,5 +1,6 @@
 import Foundation
-import Reseed
+@testable import Reseed
+import ReseedSystem
 import ReseedTesting
 import ReseedTestSupport
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import Reseed
+@testable import Reseed
 import ReseedTesting
 import ReseedTestSupport
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 @testable import ReseedPackaging
+import ReseedSystem
 import ReseedTestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedPackaging
+import ReseedSystem
 import Testing
 
 @Suite struct BuildTests {

@@ -3,6 +3,7 @@ import GRDB
 import GRDBSQLite
 import Reseed
 @testable import ReseedPackaging
+import ReseedSystem
 import ReseedTestSupport
 import Synchronization
 import Testing

@@ -1,4 +1,4 @@
-import Reseed
+import ReseedSystem
 import Synchronization
 
 /// The file-system seam's observer for these tests: records every action, or stops the work

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Reseed
+import ReseedSystem
 import ReseedTestSupport
 import Testing
 
@@ -43,11 +44,11 @@ import Testing
         }
     }
 
-    static func withDescriptors(_ input: URL, _ output: URL, _ body: (Int32, Int32) throws -> Void) throws {
-        let source = open(input.path, O_RDONLY)
-        let destination = open(output.path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-        defer { close(source); close(destination) }
-        try #require(source >= 0 && destination >= 0)
+    static func withDescriptors(
+        _ input: URL, _ output: URL, _ body: (borrowing OwnedDescriptor, borrowing OwnedDescriptor) throws -> Void
+    ) throws {
+        let source = try FileSystem.openRegularFile(input.path)
+        let destination = try FileSystem().openDirectory(output.deletingLastPathComponent(), create: false).createExclusive(output.lastPathComponent)
         try body(source, destination)
     }
 }

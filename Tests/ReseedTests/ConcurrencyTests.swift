@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import ReseedTesting
 import Synchronization
 import Testing

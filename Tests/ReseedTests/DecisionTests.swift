@@ -1,4 +1,4 @@
-import Reseed
+@testable import Reseed
 import Testing
 
 /// Step 2 of an install as a table: what the preferences record and what the store file is,

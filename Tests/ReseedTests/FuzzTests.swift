@@ -1,5 +1,6 @@
 import Foundation
 import ReseedPackaging
+import ReseedSystem
 import ReseedTesting
 import ReseedTestSupport
 import Testing

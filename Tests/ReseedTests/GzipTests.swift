@@ -1,6 +1,7 @@
 import CZlib
 import Foundation
 import Reseed
+import ReseedSystem
 import ReseedTestSupport
 import Testing
 
@@ -29,7 +30,7 @@ import Testing
         let source = try FileSystem.openRegularFile(plain.path)
         #expect(FileManager.default.createFile(atPath: gz.path, contents: nil))
         let destination = try FileSystem.openRegularFile(gz.path, access: .writeOnly)
-        let sizes = try Gzip.compress(from: source.raw, to: destination.raw)
+        let sizes = try Gzip.compress(from: source, to: destination)
         #expect(sizes.read == Int64(bytes.count))
         #expect(sizes.written == Int64(try Data(contentsOf: gz).count))
         return gz
@@ -83,7 +84,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: out.path, contents: nil))
         let source = try FileSystem.openRegularFile(gz.path)
         let destination = try FileSystem.openRegularFile(out.path, access: .writeOnly)
-        let result = try Gzip.decompress(from: source.raw, to: destination.raw, limit: Int64(size), hashing: true)
+        let result = try Gzip.decompress(from: source, to: destination, limit: Int64(size), hashing: true)
         #expect(result.bytes == Int64(size))
         #expect(try Data(contentsOf: out) == Data(bytes))
         #expect(result.sha256 == (try FileFacts(path: out.path)).sha256)

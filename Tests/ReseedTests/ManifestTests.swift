@@ -1,6 +1,7 @@
 import Foundation
-import Reseed
+@testable import Reseed
 import ReseedPackaging
+import ReseedSystem
 import Testing
 
 @Suite struct ManifestTests {

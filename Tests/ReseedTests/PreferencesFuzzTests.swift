@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 import ReseedTesting
 import ReseedTestSupport
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedPackaging
+import ReseedSystem
 import ReseedTesting
 import ReseedTestSupport
 import Testing

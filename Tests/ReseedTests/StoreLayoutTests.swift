@@ -1,5 +1,6 @@
 import Foundation
 @testable import Reseed
+import ReseedSystem
 import Testing
 
 /// The names Reseed gives the files beside a store, and what each is: one table.

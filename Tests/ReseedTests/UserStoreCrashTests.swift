@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
-import Reseed
+@testable import Reseed
+import ReseedSystem
 import ReseedTesting
 import ReseedTestSupport
 import Testing

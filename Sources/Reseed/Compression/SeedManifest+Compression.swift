@@ -1,3 +1,5 @@
+import ReseedSystem
+
 extension SeedManifest {
     /// How a seed file is compressed in the app bundle (the manifest's `"compression"`).
     public enum Compression: String, Sendable, Hashable, CaseIterable {
@@ -15,7 +17,7 @@ extension SeedManifest {
         }
 
         /// The compression of a channel file encoded as `encoding`; nil for one this Reseed does not know.
-        package init?(encoding: String) {
+        init?(encoding: String) {
             self.init(rawValue: encoding)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 import SystemPackage
 
 extension Installation {
@@ -27,7 +28,7 @@ extension Installation {
             let bytes = try during(.verify, path: path) { () throws -> [UInt8] in
                 let file = try FileSystem.openRegularFile(path)
                 return try directory.fileSystem.reading("read", path) { () throws(Errno) in
-                    try Syscalls.pread(file.raw, count: StoreHeader.size, at: 0)
+                    try file.read(count: StoreHeader.size, at: 0)
                 }
             }
             guard let header = StoreHeader(bytes), header.isRollbackJournal else {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension SeedDelta {
     /// Reads a delta's `reseed_delta` and `reseed_delta_tables`, bounded, checking every field.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension SeedDelta {
     /// The names of the delta file's own tables and columns (format 1), shared by the builder and ``apply(deltaPath:to:expectedContentHash:)``.
@@ -9,7 +10,7 @@ extension SeedDelta {
         /// One row per changed table: `idx, name, deleted, updated, inserted`.
         package static let tables = "reseed_delta_tables"
         /// The schema name the delta is attached under while it is applied.
-        package static let attached = "reseed_delta"
+        static let attached = "reseed_delta"
         /// The column of an updated row that says which values it carries: one `0`/`1` per value column.
         package static let changed = "changed"
 
@@ -25,7 +26,7 @@ extension SeedDelta {
         package static func keys(_ count: Int) -> [String] { (0..<count).map { "k\($0 + 1)" } }
 
         /// `v1`…`vN`: the value columns of an updated or inserted row list.
-        package static func values(_ count: Int) -> [String] { (0..<count).map { "v\($0 + 1)" } }
+        static func values(_ count: Int) -> [String] { (0..<count).map { "v\($0 + 1)" } }
 
         /// The columns a row list must have, in order, for a table of `keys` key and `values` value columns.
         package static func columns(of list: List, keys: Int, values: Int) -> [String] {
@@ -50,7 +51,7 @@ extension SeedDelta {
         /// The stored, not generated, columns that are not in the key, in column order.
         package var values: [String]
         /// Whether the key is the rowid of a table that declares no primary key.
-        package var keyIsRowid: Bool
+        var keyIsRowid: Bool
         /// Whether SQLite lets the key hold NULL: a rowid table with a declared primary key.
         package var keyMayBeNull: Bool
 

@@ -22,30 +22,30 @@ package enum SeedDelta {
     package static let maxTables = 10_000
 
     /// What a delta says about itself: where it starts, where it leads, and what it changes.
-    package struct Header: Sendable, Equatable {
+    struct Header: Sendable, Equatable {
         /// The delta format (``SeedDelta/format``).
-        package var format: Int
+        var format: Int
         /// The content hash of the seed the delta applies to (64 lowercase hex digits).
-        package var fromContentHash: String
+        var fromContentHash: String
         /// The content hash of the seed applying it yields.
-        package var toContentHash: String
+        var toContentHash: String
         /// `PRAGMA user_version` of the new seed.
-        package var userVersion: Int32
+        var userVersion: Int32
         /// `PRAGMA application_id` of the new seed.
-        package var applicationID: Int32
+        var applicationID: Int32
         /// The changed tables, in the order of their index in the delta.
-        package var tables: [Table]
+        var tables: [Table]
 
         /// One changed table and how many rows of each kind the delta carries for it.
-        package struct Table: Sendable, Equatable {
+        struct Table: Sendable, Equatable {
             /// Its index in the delta: its row lists are `reseed_delta_<index>_deleted` and so on.
-            package var index: Int
-            package var name: String
-            package var deleted: Int
-            package var updated: Int
-            package var inserted: Int
+            var index: Int
+            var name: String
+            var deleted: Int
+            var updated: Int
+            var inserted: Int
 
-            package init(index: Int, name: String, deleted: Int, updated: Int, inserted: Int) {
+            init(index: Int, name: String, deleted: Int, updated: Int, inserted: Int) {
                 self.index = index
                 self.name = name
                 self.deleted = deleted
@@ -54,7 +54,7 @@ package enum SeedDelta {
             }
 
             /// The row count of `list`.
-            package func count(_ list: Names.List) -> Int {
+            func count(_ list: Names.List) -> Int {
                 switch list {
                 case .deleted: deleted
                 case .updated: updated
@@ -67,9 +67,9 @@ package enum SeedDelta {
     /// What applying a delta did.
     package struct Applied: Sendable, Equatable {
         /// The delta's header; its counts are the rows deleted, updated and inserted.
-        package var header: Header
+        var header: Header
         /// The content hash of the result, checked equal to the expected one before the commit.
-        package var contentHash: String
+        var contentHash: String
     }
 
     /// Reads and checks the header of the delta at `path`, opened read-only.
@@ -77,7 +77,7 @@ package enum SeedDelta {
     /// - Throws: ``ReseedError`` (step ``ReseedError/Step/applyDelta``): ``ReseedError/Code/invalidDelta``
     ///   when the file is not a delta, has another format or a malformed header; ``ReseedError/Code/database``
     ///   when SQLite cannot read it.
-    package static func readHeader(path: String) throws(ReseedError) -> Header {
+    static func readHeader(path: String) throws(ReseedError) -> Header {
         try during(.applyDelta, path: path) {
             var configuration = Configuration()
             configuration.readonly = true

@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 import SystemPackage
 
 /// Reads a small file whole (a manifest, the preferences), refusing one larger than `limit`
@@ -16,15 +17,14 @@ package func readSmallFileIfPresent(
     } catch {
         throw ReseedError(.io, step: step, path: path, errno: error.errno, message: error.reason ?? "cannot open")
     }
-    let fd = file.raw
     do {
-        let info = try Syscalls.fstat(fd)
+        let info = try file.status()
         guard info.size <= Int64(limit) else { throw tooLarge(info.size) }
         // Read to the end of the file, whatever fstat said (it may have grown), never past the limit.
         var bytes: [UInt8] = []
         var chunk = Int(info.size) + 1
         while true {
-            let part = try Syscalls.pread(fd, count: chunk, at: Int64(bytes.count))
+            let part = try file.read(count: chunk, at: Int64(bytes.count))
             bytes += part
             guard bytes.count <= limit else { throw tooLarge(Int64(bytes.count)) }
             if part.count < chunk { return bytes }

@@ -26,14 +26,14 @@ package enum Decision: Sendable, Hashable {
     package enum StoreState: Sendable, Hashable { case missing, notSQLite, sqlite }
 
     /// What the preferences record for the store: its version, and where that seed came from.
-    package struct Recorded: Sendable, Hashable {
-        package var version: String
+    struct Recorded: Sendable, Hashable {
+        var version: String
         /// ``SeedSource/bundle`` for an entry that does not say.
-        package var source: SeedSource
+        var source: SeedSource
         /// The user store the seed was installed or kept for: set, the store holds no user tables.
-        package var userStore: String?
+        var userStore: String?
 
-        package init(version: String, source: SeedSource, userStore: String? = nil) {
+        init(version: String, source: SeedSource, userStore: String? = nil) {
             self.version = version
             self.source = source
             self.userStore = userStore
@@ -41,28 +41,28 @@ package enum Decision: Sendable, Hashable {
     }
 
     /// Everything a decision is made from: what was offered, and what was found before deciding.
-    package struct Found: Sendable, Hashable {
+    struct Found: Sendable, Hashable {
         /// The store name of the offered seed.
-        package var name: String
+        var name: String
         /// The offered seed's version.
-        package var version: String
+        var version: String
         /// Where the offered seed comes from: the bundle at launch, a download at run time.
-        package var source: SeedSource
+        var source: SeedSource
         /// What the preferences record; nil when nothing is (no file, no entry, a corrupt or oversized file).
-        package var recorded: Recorded?
+        var recorded: Recorded?
         /// What the store file is.
-        package var store: StoreState
+        var store: StoreState
         /// The store's own metadata, consulted only when ``looksAtEmbeddedMetadata`` says so.
-        package var embedded: SeedMetadata?
+        var embedded: SeedMetadata?
         /// The preferences were corrupt and were moved aside.
-        package var preferencesMovedAside = false
+        var preferencesMovedAside = false
         /// Install for this reason whatever the rest says (the store failed to open).
-        package var forcing: LaunchOutcome.Reason?
+        var forcing: LaunchOutcome.Reason?
         /// A user store is configured and the store file still holds the user's tables (now
         /// copied to the user store): the seed must replace it.
-        package var storeHoldsUserTables = false
+        var storeHoldsUserTables = false
 
-        package init(
+        init(
             name: String, version: String, source: SeedSource, recorded: Recorded?, store: StoreState,
             embedded: SeedMetadata? = nil, preferencesMovedAside: Bool = false, forcing: LaunchOutcome.Reason? = nil,
             storeHoldsUserTables: Bool = false
@@ -80,7 +80,7 @@ package enum Decision: Sendable, Hashable {
 
         /// Whether the decision looks at the store's embedded metadata: only then is the store
         /// opened as a database before deciding (the up-to-date path reads no database pages).
-        package var looksAtEmbeddedMetadata: Bool {
+        var looksAtEmbeddedMetadata: Bool {
             forcing == nil && source == .bundle && recorded == nil && store == .sqlite
         }
     }
@@ -91,7 +91,7 @@ package enum Decision: Sendable, Hashable {
     /// header. A bundled seed leaves a recorded download alone unless it is newer by SemVer
     /// precedence (or the store is missing or not SQLite). A downloaded seed is always installed
     /// from its verified bytes when its version is not the recorded one.
-    package static func decide(_ found: Found) -> Decision {
+    static func decide(_ found: Found) -> Decision {
         let (version, recorded, store) = (found.version, found.recorded, found.store)
         // The store's embedded metadata counts only where callers are told to read it.
         let embedded = found.looksAtEmbeddedMetadata ? found.embedded : nil

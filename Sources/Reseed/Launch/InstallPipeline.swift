@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 
 /// The one install every journey runs: a seed carried from its source through named stages.
 ///

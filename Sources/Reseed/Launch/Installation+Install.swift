@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 import SystemPackage
 
 extension Installation {
@@ -17,24 +18,21 @@ extension Installation {
         let source = try seed.openFile(at: .copy)
         let total = manifest.size
         let report = progress.map { report in { @Sendable (done: Int64) in report(done, total) } }
-        // The number, for the closure below; `source` owns and closes it.
-        let sourceFD = source.raw
         try during(.copy, path: directory.path(temporary)) {
-            try directory.writeTemporary(temporary, write: { destinationFD in
+            try directory.writeTemporary(temporary, write: { destination in
                 // At most one byte more than the manifest says: a longer source (a file that grows, a huge
                 // sparse file, a gzip bomb) is refused after size + 1 bytes, never copied until the disk fills.
                 let copied = try during(.copy, path: seedPath) {
                     try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
-                        try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: checksSHA256, progress: report)
+                        try seed.copyDatabase(from: source, to: destination, hashing: checksSHA256, progress: report)
                     }
                 }
                 // Before the fsync: the checks read the copy from the page cache, and a copy that fails them is removed unsynced.
-                try verify(destinationFD, temporary: temporary, copied: copied)
+                try verify(destination, temporary: temporary, copied: copied)
             }, check: { _ in
                 try verifyEmbeddedMetadata(temporary)
             })
         }
-        withExtendedLifetime(source) {}
     }
 
     /// Whether the copy's SHA-256 is checked: when ``verification`` asks, and always for a compressed seed.
@@ -51,10 +49,10 @@ extension Installation {
     }
 
     /// The O(1) checks of ``Verification/size``, and the SHA-256 of ``Verification/checksum``.
-    private func verify(_ fd: Int32, temporary: String, copied: FileCopier.Result) throws(ReseedError) {
+    private func verify(_ file: borrowing OwnedDescriptor, temporary: String, copied: FileCopier.Result) throws(ReseedError) {
         let path = directory.path(temporary)
         let size = try during(.verify, path: path) {
-            try directory.fileSystem.reading("fstat", path) { () throws(Errno) in try Syscalls.fstat(fd).size }
+            try directory.fileSystem.reading("fstat", path) { () throws(Errno) in try file.status().size }
         }
         guard copied.bytes <= manifest.size else {
             throw verificationFailure("seed is longer than the \(manifest.size) bytes the manifest says; the copy stopped there")
@@ -63,7 +61,7 @@ extension Installation {
             throw verificationFailure("seed is \(size) bytes, the manifest says \(manifest.size)")
         }
         let bytes = try during(.verify, path: path) {
-            try directory.fileSystem.reading("read", path) { () throws(Errno) in try Syscalls.pread(fd, count: StoreHeader.size, at: 0) }
+            try directory.fileSystem.reading("read", path) { () throws(Errno) in try file.read(count: StoreHeader.size, at: 0) }
         }
         guard let header = StoreHeader(bytes) else { throw verificationFailure("seed does not start with a SQLite header") }
         guard header.isRollbackJournal else { throw verificationFailure("seed is in WAL mode; a seed must use a rollback journal") }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 import SystemPackage
 
 extension Installation {
@@ -35,15 +36,9 @@ extension Installation {
         }
         // Across filesystems the store is read through a descriptor of ours. Closing any descriptor
         // of a file drops this process's POSIX locks on it, the guard's among them: so it is opened
-        // before the guard and closed after it (defers run last-declared first).
+        // before the guard and closed after it (a descriptor ends with its scope, after the defers).
         let source: OwnedDescriptor? = sameDevice ? nil : try during(.adoptLegacyStore, path: legacyPath) {
             try FileSystem.openRegularFile(legacyPath)
-        }
-        defer { withExtendedLifetime(source) {} }
-        let sourceFD: Int32?
-        switch source {
-        case .some(let file): sourceFD = file.raw
-        case .none: sourceFD = nil
         }
         let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
         let held: StoreGuard
@@ -67,9 +62,10 @@ extension Installation {
                                        timeout: configuration.lockTimeout, logger: logger)
         }
         try during(.adoptLegacyStore, path: legacyPath) {
-            if let sourceFD {
-                try copyAcross(from: sourceFD, path: legacyPath)
-            } else {
+            switch source {
+            case .some(let file):
+                try copyAcross(from: file, path: legacyPath)
+            case .none:
                 try legacyDirectory.move(legacyName, to: directory, as: storeName)
                 try directory.sync()
             }
@@ -81,10 +77,10 @@ extension Installation {
     }
 
     /// Copies a store from another filesystem beside the store, fsyncs it, checks SQLite reads it whole, renames it in.
-    private func copyAcross(from source: Int32, path sourcePath: String) throws {
-        try directory.writeDurably(storeName, write: { destinationFD, temporary in
+    private func copyAcross(from source: borrowing OwnedDescriptor, path sourcePath: String) throws {
+        try directory.writeDurably(storeName, write: { destination, temporary in
             _ = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
-                try FileCopier(hashing: false).copy(from: source, to: destinationFD)
+                try FileCopier(hashing: false).copy(from: source, to: destination)
             }
         }, check: { _, temporary in
             let check = try SeedMetadata.quickCheck(path: directory.path(temporary))

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 import SystemPackage
 
 /// One launch, under the store's lock: decide, and install when needed.
@@ -198,7 +199,7 @@ extension Decision.StoreState {
             }
             guard let file = opened else { return .missing }
             let bytes = try directory.fileSystem.reading("read", storePath) { () throws(Errno) in
-                try Syscalls.pread(file.raw, count: StoreHeader.magic.count, at: 0)
+                try file.read(count: StoreHeader.magic.count, at: 0)
             }
             return StoreHeader.hasMagic(bytes) ? .sqlite : .notSQLite
         }

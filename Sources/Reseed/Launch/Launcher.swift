@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 
 /// Keeps the store in the app's data directory at the version of the seed shipped in the bundle.
 ///
@@ -35,7 +36,7 @@ public struct Launcher: Sendable {
     public var dataDirectory: URL
     public var configuration: Configuration
     /// The seam every file action goes through (tests observe and fail actions with it).
-    package var fileSystem = FileSystem()
+    var fileSystem = FileSystem()
 
     public init(seed: URL, dataDirectory: URL, configuration: Configuration = Configuration()) {
         self.seedURL = seed

@@ -1,3 +1,5 @@
+import ReseedSystem
+
 extension PreferencesFile {
     /// One store's entry under `"reseed"`, with every field Reseed keeps typed.
     ///

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 import SystemPackage
 
 /// The JSON preferences file where Reseed records which seed version each store holds.
@@ -121,7 +122,7 @@ public struct PreferencesFile: Sendable {
 
     /// How deep the file is kept as a tree: Reseed's own key needs 3 levels; the app's values
     /// below this are checked without recursion and kept whole (``JSONNode/Value/opaque``).
-    package static let treeDepth = 8
+    static let treeDepth = 8
 
     static func parse(_ bytes: [UInt8]?) -> (contents: Contents, entries: [String: Entry]) {
         guard let bytes else { return (.missing, [:]) }
@@ -256,7 +257,7 @@ public struct PreferencesFile: Sendable {
         guard let info, info.kind == .symbolicLink else { return Target(directory: directory, name: fileName) }
         let resolved: String
         do {
-            resolved = try Syscalls.realpath(url.path)
+            resolved = try FileSystem.resolvingSymbolicLinks(url.path)
         } catch {
             throw ReseedError(.io, step: .recordVersion, path: url.path, errno: error,
                               message: "the preferences file is a symbolic link whose target cannot be reached")

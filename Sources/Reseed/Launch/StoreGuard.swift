@@ -1,5 +1,6 @@
 import Foundation
 import GRDBSQLite
+import ReseedSystem
 
 /// Proves that no other connection, in this process or another, has a store open,
 /// and keeps it that way until the store file has been replaced.

@@ -1,3 +1,5 @@
+import ReseedSystem
+
 /// Every file Reseed keeps beside a store in the data directory, by name, and what removes each.
 ///
 /// For the store `triage` (`triage.sqlite`):
@@ -16,7 +18,7 @@
 /// SQLite cannot read kept aside.
 package struct StoreLayout: Sendable, Equatable {
     /// The store's file name: `<name>.sqlite`.
-    package let storeFileName: String
+    let storeFileName: String
 
     package init(storeFileName: String) {
         self.storeFileName = storeFileName
@@ -28,31 +30,31 @@ package struct StoreLayout: Sendable, Equatable {
     }
 
     /// SQLite's sidecar suffixes of a database file.
-    package static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
+    static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 
     /// The store's sidecars: `<store>-wal`, `-shm`, `-journal`.
-    package var sidecars: [String] { Self.sidecars(of: storeFileName) }
+    var sidecars: [String] { Self.sidecars(of: storeFileName) }
 
     /// The sidecars of any database file `name` (a delta's, a copy's).
-    package static func sidecars(of name: String) -> [String] { sidecarSuffixes.map { name + $0 } }
+    static func sidecars(of name: String) -> [String] { sidecarSuffixes.map { name + $0 } }
 
     /// The lock file launches, installs and live replacements take.
-    package var installLock: String { ".\(storeFileName).reseed-lock" }
+    var installLock: String { ".\(storeFileName).reseed-lock" }
 
     /// The lock file channel updates take, held across a download.
-    package var updateLock: String { ".\(storeFileName).reseed-update-lock" }
+    var updateLock: String { ".\(storeFileName).reseed-update-lock" }
 
     /// The prefix of the temp files of installs and builds (see `Directory.temporaryName(for:)`).
     package var temporaryPrefix: String { Directory.temporaryPrefix(for: storeFileName) }
 
     /// The prefix of partial downloads and of a delta's files.
-    package var downloadPrefix: String { ".\(storeFileName).reseed-download-" }
+    var downloadPrefix: String { ".\(storeFileName).reseed-download-" }
 
     /// The prefix of the names unusable stores are kept aside under.
-    package var asidePrefix: String { storeFileName + ".invalid-" }
+    var asidePrefix: String { storeFileName + ".invalid-" }
 
     /// A new name to keep an unusable store aside under: `<store>.invalid-<UTC time>-<8 hex>`.
-    package func asideName() -> String {
+    func asideName() -> String {
         asidePrefix + PreferencesFile.timestamp() + "-" + String(format: "%08x", UInt32.random(in: .min ... .max))
     }
 
@@ -81,7 +83,7 @@ package struct StoreLayout: Sendable, Equatable {
     }
 
     /// The kind of the file `name`; nil when it is not one of the store's.
-    package func kind(of name: String) -> Kind? {
+    func kind(of name: String) -> Kind? {
         if name == storeFileName { return .store }
         if sidecars.contains(name) { return .sidecar }
         if name == installLock { return .installLock }
@@ -93,7 +95,7 @@ package struct StoreLayout: Sendable, Equatable {
     }
 
     /// What removes a file of `kind`.
-    package static func removal(of kind: Kind) -> Removal {
+    static func removal(of kind: Kind) -> Removal {
         switch kind {
         case .store, .installLock, .updateLock, .keptAside: .never
         case .sidecar: .nextInstall

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension LiveStore {
     /// What a replacement did.

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension LiveStore {
     /// Makes the store at another location the live one: another account's store, a test-data store, and back.

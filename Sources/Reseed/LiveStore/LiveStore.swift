@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 import Synchronization
 
 /// The app's open store, which can be replaced by a downloaded seed or switched to

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 /// The tables of a database whose rows are its content, as the content hash, `reseed diff` and
 /// row-level deltas read them, and the shadow tables that are only a virtual table's index layout.
@@ -28,7 +29,7 @@ package struct ContentTables: Sendable {
         package var kind: Kind
         package var withoutRowid: Bool
         /// For an external-content FTS table (`content='article'`), the table it reads its text from.
-        package var contentTable: String?
+        var contentTable: String?
     }
 
     /// The tables whose rows are content, virtual tables first (a delta changes an external-content
@@ -39,7 +40,7 @@ package struct ContentTables: Sendable {
     package var layout: Set<String>
 
     /// Whether a virtual table is read through its module: then the content hash is version 2.
-    package var readsVirtualTables: Bool { tables.contains { $0.kind == .virtual } }
+    var readsVirtualTables: Bool { tables.contains { $0.kind == .virtual } }
 
     /// The modules whose tables are read through the module: they are compiled into the SQLite
     /// Reseed runs on, and their rows are the table's content.

@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 import SystemPackage
 
 extension Seed {
@@ -6,8 +7,8 @@ extension Seed {
     /// database as gzip, and the manifest's size and SHA-256 are those of the database.
     public var isCompressed: Bool { manifest.compression != nil }
 
-    /// Copies the seed database from `sourceFD` (the seed file, opened by ``openFile(at:)``) into
-    /// `destinationFD`, decompressing it when the seed is compressed.
+    /// Copies the seed database from `source` (the seed file, opened by ``openFile(at:)``) into
+    /// `destination`, decompressing it when the seed is compressed.
     ///
     /// At most one byte more than the manifest's size is copied: a longer uncompressed file shows
     /// as `bytes > size`, and a compressed one that inflates past the size (a gzip bomb) stops
@@ -21,17 +22,18 @@ extension Seed {
     /// - Throws: ``CodecFailure``: ``CodecFailure/io(_:)`` for a failed system call, the others
     ///   for a compressed file that does not decompress (a verdict on the seed's bytes).
     package func copyDatabase(
-        from sourceFD: Int32, to destinationFD: Int32, hashing: Bool, progress: (@Sendable (Int64) -> Void)? = nil
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)? = nil
     ) throws(CodecFailure) -> FileCopier.Result {
         switch manifest.compression {
         case nil:
             do {
-                return try FileCopier(hashing: hashing, limit: manifest.size + 1, progress: progress).copy(from: sourceFD, to: destinationFD)
+                return try FileCopier(hashing: hashing, limit: manifest.size + 1, progress: progress).copy(from: source, to: destination)
             } catch {
                 throw .io(error)
             }
         case let compression?:
-            return try compression.codec.decompress(from: sourceFD, to: destinationFD, limit: manifest.size, hashing: true, progress: progress)
+            return try compression.codec.decompress(from: source, to: destination, limit: manifest.size, hashing: true, progress: progress)
         }
     }
 
@@ -43,7 +45,7 @@ extension Seed {
     /// let tables = try seed.withDatabaseFile { path throws(ReseedError) in try tableNames(at: path) }
     /// ```
     /// - Throws: what ``databaseFile(temporaryDirectory:checking:step:)`` throws, or what `body` threw.
-    package func withDatabaseFile<T>(
+    func withDatabaseFile<T>(
         temporaryDirectory: URL? = nil, checking: Bool = true, step: ReseedError.Step = .verify,
         _ body: (String) throws(ReseedError) -> T
     ) throws(ReseedError) -> T {
@@ -71,15 +73,13 @@ extension Seed {
         let folder = temporaryDirectory ?? FileManager.default.temporaryDirectory
         let directory = try during(step, path: folder.path) { try FileSystem().openDirectory(folder, create: false) }
         let source = try openFile(at: step)
-        let sourceFD = source.raw
         let name = Directory.temporaryName(for: manifest.storeFileName)
         let file = try during(step, path: fileURL.path) { () throws -> DatabaseFile in
             let created = try directory.createExclusive(name)
             // From here on the value owns the name, and removes it however this ends.
             var file = DatabaseFile(path: directory.path(name), copied: nil, temporary: (directory, name))
-            let fd = created.raw
             file.copied = try directory.fileSystem.performCoding(.copy, file.path) { () throws(CodecFailure) in
-                try copyDatabase(from: sourceFD, to: fd, hashing: true)
+                try copyDatabase(from: source, to: created, hashing: true)
             }
             do throws(Errno) {
                 try created.close()
@@ -88,7 +88,6 @@ extension Seed {
             }
             return file
         }
-        withExtendedLifetime(source) {}
         if checking, let copied = file.copied, copied.bytes != manifest.size || copied.sha256 != manifest.sha256 {
             throw ReseedError(.verificationFailed, step: step, path: fileURL.path, message:
                 "the compressed seed decompresses to \(copied.bytes) bytes with SHA-256 \(copied.sha256 ?? "?"); the manifest says \(manifest.size) bytes, \(manifest.sha256)")
@@ -126,7 +125,7 @@ extension CodecFailure {
     /// The failure as a ``ReseedError`` at `step` about `path` (the compressed seed file):
     /// ``ReseedError/Code/verificationFailed`` for a stream that does not decompress or
     /// decompresses to too much, ``ReseedError/Code/io`` for a failed system call or zlib.
-    package func reseedError(step: ReseedError.Step, path: String?) -> ReseedError {
+    func reseedError(step: ReseedError.Step, path: String?) -> ReseedError {
         switch self {
         case .io(let errno):
             ReseedError(.io, step: step, path: path, errno: errno, message: "reading or writing the seed failed")

@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// A seed on disk: its manifest and the database file the manifest names, beside it.
 ///
@@ -32,7 +33,7 @@ public struct Seed: Sendable, Hashable {
         let seedSuffix = ([".sqlite"] + Codecs.all.map { ".sqlite" + $0.fileSuffix }).first { fileName.hasSuffix($0) && fileName.count > $0.count }
         let databaseFile = !isDirectory.boolValue && seedSuffix != nil ? fileName : nil
         if isDirectory.boolValue {
-            let names = (try? Syscalls.directoryNames(url.path)) ?? []
+            let names = (try? FileSystem.directoryNames(url.path)) ?? []
             let manifests = names.filter { $0.hasSuffix(SeedManifest.fileSuffix) && !$0.hasPrefix(".") }.sorted()
             guard manifests.count == 1 else {
                 throw ReseedError(

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import GRDBSQLite
+import ReseedSystem
 
 /// The SHA-256 of a seed's logical content: its schema and every table's rows, independent of
 /// page layout, page size, free pages, text encoding and the SQLite version that wrote the file.
@@ -60,8 +61,8 @@ public enum SeedContentHash {
     package struct SchemaObject: Equatable {
         package var type: String
         package var name: String
-        package var table: String
-        package var sql: String?
+        var table: String
+        var sql: String?
     }
 
     private static func hash(_ db: Database, into hasher: inout ContentHasher) throws {

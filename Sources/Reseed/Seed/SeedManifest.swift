@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// The manifest that travels beside a seed database: what the seed is, and how to check it.
 ///
@@ -190,7 +191,7 @@ extension SeedManifest {
     }
 
     /// A name of a file in a folder: not empty, not `.`/`..`, no separator or NUL.
-    package static func isPlainFileName(_ name: String) -> Bool {
+    static func isPlainFileName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && name.utf8.count <= 255
             && !name.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\") || $0 == 0 }
     }

@@ -48,7 +48,7 @@ public struct SeedMetadata: Sendable, Hashable {
     }
 
     /// Reads the metadata of the database file at `path`, opened read-only.
-    package static func read(path: String) throws -> SeedMetadata? {
+    static func read(path: String) throws -> SeedMetadata? {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.label = "reseed.metadata"
@@ -58,7 +58,7 @@ public struct SeedMetadata: Sendable, Hashable {
     }
 
     /// `PRAGMA quick_check` of the database file at `path`, opened read-only: "ok" when sound.
-    package static func quickCheck(path: String) throws -> String {
+    static func quickCheck(path: String) throws -> String {
         var configuration = Configuration()
         configuration.readonly = true
         let queue = try DatabaseQueue(path: path, configuration: configuration)

@@ -11,16 +11,16 @@
 public struct SeedVersion: Sendable, Hashable, CustomStringConvertible {
     public let text: String
     /// The SemVer reading, when `text` is one.
-    package let semantic: Semantic?
+    let semantic: Semantic?
 
     /// The parts of a Semantic Versioning 2.0 version.
-    package struct Semantic: Sendable, Hashable, Comparable {
-        package var major: UInt64, minor: UInt64, patch: UInt64
-        package var prerelease: [String]
-        package var build: [String]
+    struct Semantic: Sendable, Hashable, Comparable {
+        var major: UInt64, minor: UInt64, patch: UInt64
+        var prerelease: [String]
+        var build: [String]
 
         /// Precedence per SemVer 2.0 §11; build metadata is ignored.
-        package static func < (lhs: Semantic, rhs: Semantic) -> Bool {
+        static func < (lhs: Semantic, rhs: Semantic) -> Bool {
             if (lhs.major, lhs.minor, lhs.patch) != (rhs.major, rhs.minor, rhs.patch) {
                 return (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 /// The integrity checks of the FTS and R-tree modules, which `PRAGMA integrity_check` does not run
 /// (SQLite 3.40): FTS3/4/5's `integrity-check` command and R-tree's `rtreecheck()`.
@@ -12,7 +13,7 @@ package enum VirtualTableCheck {
     ///
     /// - Throws: the `DatabaseError` of reading the schema, or a check SQLite refused to run for
     ///   another reason than a damaged index (a read-only connection).
-    package static func problem(_ name: String, in schemaName: String = "main", _ db: Database) throws -> String? {
+    static func problem(_ name: String, in schemaName: String = "main", _ db: Database) throws -> String? {
         let quotedSchema = schemaName.quotedIdentifier
         guard let sql = try String.fetchOne(db, sql: "SELECT sql FROM \(quotedSchema).sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name]),
               let definition = VirtualTableDefinition(sql) else { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import ReseedSystem
 
 /// What a channel offers: `channel.json`, the signed description of the newest seed in a channel folder.
 ///
@@ -156,7 +157,7 @@ public struct ChannelManifest: Sendable, Hashable {
     }
 
     /// The seed manifest of the downloaded seed, stored under `file` (no migration steps).
-    package func seedManifest(file: String) -> SeedManifest {
+    func seedManifest(file: String) -> SeedManifest {
         var facts = self.facts
         facts.file = file
         return SeedManifest(facts: facts, steps: [], contentHash: contentHash)

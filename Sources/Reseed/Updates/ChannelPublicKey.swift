@@ -11,7 +11,7 @@ import Foundation
 /// ```
 public struct ChannelPublicKey: Sendable, Hashable {
     /// The 32-byte raw representation; swift-crypto's key types are not `Sendable` on every platform.
-    package let raw: Data
+    let raw: Data
 
     package init(raw: Data) {
         self.raw = raw

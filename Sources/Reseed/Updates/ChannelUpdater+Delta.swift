@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 extension ChannelUpdater {
     /// A channel's delta, downloaded and decompressed into the data directory, ready for the install pipeline.
@@ -76,12 +77,9 @@ extension ChannelUpdater {
             _ = try directory.remove(name)
             let output = try directory.createExclusive(name)
             let input = try FileSystem.openRegularFile(directory.path(compressed))
-            let (inputFD, outputFD) = (input.raw, output.raw)
             _ = try directory.fileSystem.performCoding(.copy, path) { () throws(CodecFailure) in
-                try codec.decompress(from: inputFD, to: outputFD, limit: limit, hashing: false, progress: nil)
+                try codec.decompress(from: input, to: output, limit: limit, hashing: false, progress: nil)
             }
-            withExtendedLifetime(input) {}
-            withExtendedLifetime(output) {}
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import ReseedSystem
 import Synchronization
 
 /// A channel manifest whose signature verified, with the validators of the response that carried it.

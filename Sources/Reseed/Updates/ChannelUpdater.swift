@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReseedSystem
 
 /// Brings the store up to date with a channel: a folder of static files on any HTTP host
 /// where a newer seed is published between app releases.

@@ -1,6 +1,7 @@
 #if canImport(FoundationNetworking)
 import CReseedCurl
 import Foundation
+import ReseedSystem
 import Synchronization
 
 /// One GET through libcurl, called directly: the engine of ``HTTPTransfer`` on Linux.

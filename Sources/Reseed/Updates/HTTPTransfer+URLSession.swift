@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import ReseedSystem
 import Synchronization
 
 // Compiled on every platform, so that Linux builds type-check it; used where Foundation's own

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import ReseedSystem
 import Synchronization
 import SystemPackage
 
@@ -80,22 +81,20 @@ struct SeedDownload: Sendable {
     ///   manifest, the partial file then removed.
     func run() async throws(ReseedError) -> Result {
         try removeOtherVersions()
-        let file = try openPartial()
-        // The sink and the steps below use the number; `file` closes it when this call ends.
-        defer { withExtendedLifetime(file) {} }
-        let fd = file.raw
+        // Shared with the sink and the verification's thread; closed when the last of them lets go.
+        let file = SharedDescriptor(try openPartial())
         var have = try during(.download, path: partialPath) {
-            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in try Syscalls.fstat(fd).size }
+            try directory.fileSystem.reading("fstat", partialPath) { () throws(Errno) in try file.descriptor.status().size }
         }
         if have > manifest.size {
-            try truncate(fd)
+            try truncate(file)
             have = 0
         }
         var resumedFrom: Int64?
         var received: Int64 = 0
         // A second round only when the server said the partial file's range is not satisfiable.
         for round in 1...2 where have < manifest.size {
-            let sink = DownloadSink(fd: fd, directory: directory, name: partialName, start: have, size: manifest.size, url: url, progress: progress)
+            let sink = DownloadSink(file: file, directory: directory, name: partialName, start: have, size: manifest.size, url: url, progress: progress)
             var headers: [String: String] = [:]
             if have > 0 {
                 headers["Range"] = "bytes=\(have)-"
@@ -111,12 +110,12 @@ struct SeedDownload: Sendable {
             } catch {
                 received += sink.received
                 if error.httpStatus == 416, round == 1 {
-                    try truncate(fd)
+                    try truncate(file)
                     have = 0
                     continue
                 }
                 if sink.overflowed { removeFiles() }
-                try? directory.sync(fd, name: partialName)
+                try? directory.sync(file.descriptor, name: partialName)
                 var failure = error
                 if error.code == .download, error.httpStatus == nil, !sink.overflowed, sink.offset > 0 {
                     failure.message += "; \(sink.offset) of \(manifest.size) bytes are kept and the next try resumes"
@@ -132,7 +131,7 @@ struct SeedDownload: Sendable {
             }
         }
         // Hashing the whole seed (and the fsync before) on a thread of its own, not the app's few pool threads.
-        try await offload("reseed-verify") { () throws(ReseedError) in try self.verify(fd) }
+        try await offload("reseed-verify") { () throws(ReseedError) in try self.verify(file.descriptor) }
         return Result(file: partialName, received: received, resumedFrom: resumedFrom)
     }
 
@@ -143,10 +142,10 @@ struct SeedDownload: Sendable {
     }
 
     /// The size and SHA-256 of the whole file, read once; a file that does not match is removed.
-    private func verify(_ fd: Int32) throws(ReseedError) {
+    private func verify(_ file: borrowing OwnedDescriptor) throws(ReseedError) {
         let digest = try during(.verify, path: partialPath) {
-            try directory.sync(fd, name: partialName)
-            return try directory.fileSystem.reading("read", partialPath) { () throws(Errno) in try FileCopier.hash(fd) }
+            try directory.sync(file, name: partialName)
+            return try directory.fileSystem.reading("read", partialPath) { () throws(Errno) in try FileCopier.hash(file) }
         }
         guard digest.bytes == manifest.size, digest.sha256 == manifest.sha256 else {
             removeFiles()
@@ -179,9 +178,9 @@ struct SeedDownload: Sendable {
         }
     }
 
-    private func truncate(_ fd: Int32) throws(ReseedError) {
+    private func truncate(_ file: SharedDescriptor) throws(ReseedError) {
         try during(.download, path: partialPath) {
-            try directory.truncate(fd, name: partialName)
+            try directory.truncate(file.descriptor, name: partialName)
         }
         _ = try? directory.remove(validatorName)
     }
@@ -199,9 +198,8 @@ struct SeedDownload: Sendable {
     /// owned by this process's user; nil otherwise, and when it cannot be opened at all.
     private func ownFile(_ name: String, access: FileDescriptor.AccessMode) -> OwnedDescriptor? {
         // O_NONBLOCK: a FIFO under this name must not block the open; it is refused just below.
-        guard let raw = try? Syscalls.openat(directory.fd, name, access, [.noFollow, .nonBlocking]) else { return nil }
-        let file = OwnedDescriptor(adopting: raw)
-        guard let info = try? Syscalls.fstat(file.raw), info.kind == .regular, info.linkCount == 1, info.ownerID == Syscalls.effectiveUserID() else {
+        guard let file = try? directory.open(name, access, options: [.noFollow, .nonBlocking]) else { return nil }
+        guard let info = try? file.status(), info.kind == .regular, info.linkCount == 1, info.isOwnedByEffectiveUser else {
             return nil
         }
         return file
@@ -210,7 +208,7 @@ struct SeedDownload: Sendable {
     /// The validator kept beside the partial file, when it is our own file and one plausible header value.
     private func readValidator() -> String? {
         guard let file = ownFile(validatorName, access: .readOnly) else { return nil }
-        guard let bytes = try? Syscalls.pread(file.raw, count: 1024, at: 0), !bytes.isEmpty,
+        guard let bytes = try? file.read(count: 1024, at: 0), !bytes.isEmpty,
               bytes.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -221,7 +219,7 @@ struct SeedDownload: Sendable {
     private func writeValidator(_ validator: String) {
         _ = try? directory.remove(validatorName)
         guard let file = try? directory.createExclusive(validatorName) else { return }
-        _ = try? directory.write(Array(validator.utf8), to: file.raw, name: validatorName)
+        _ = try? directory.write(Array(validator.utf8), to: file, name: validatorName)
     }
 }
 
@@ -235,7 +233,7 @@ private final class DownloadSink: Sendable {
         var resumedFrom: Int64?
     }
 
-    private let fd: Int32
+    private let file: SharedDescriptor
     private let directory: Directory
     /// The partial file's name in `directory`.
     private let name: String
@@ -245,8 +243,8 @@ private final class DownloadSink: Sendable {
     private let progress: (@Sendable (Int64, Int64) -> Void)?
     private let state: Mutex<State>
 
-    init(fd: Int32, directory: Directory, name: String, start: Int64, size: Int64, url: URL, progress: (@Sendable (Int64, Int64) -> Void)?) {
-        self.fd = fd
+    init(file: SharedDescriptor, directory: Directory, name: String, start: Int64, size: Int64, url: URL, progress: (@Sendable (Int64, Int64) -> Void)?) {
+        self.file = file
         self.directory = directory
         self.name = name
         self.start = start
@@ -275,7 +273,7 @@ private final class DownloadSink: Sendable {
                 throw refuse("the server says the seed is \(length) bytes; the signed channel manifest says \(size)")
             }
             do {
-                try directory.truncate(fd, name: name)
+                try directory.truncate(file.descriptor, name: name)
             } catch {
                 throw ReseedError(.io, step: .download, path: directory.path(name), errno: (error as? FileSystemFailure)?.errno,
                                   message: "cannot truncate the partial download")
@@ -305,7 +303,7 @@ private final class DownloadSink: Sendable {
             throw refuse("the server sent more than the \(size) bytes the signed channel manifest says; stopped")
         }
         do {
-            try data.withUnsafeBytes { buffer in try directory.write(buffer, to: fd, at: offset, name: name) }
+            try data.withUnsafeBytes { buffer in try directory.write(buffer, to: file.descriptor, at: offset, name: name) }
         } catch {
             throw ReseedError(.io, step: .download, path: directory.path(name), errno: (error as? FileSystemFailure)?.errno,
                               message: "cannot write the download")

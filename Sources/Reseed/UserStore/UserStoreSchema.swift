@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 
 /// The user store's schema against the seed's: the app's migrations, the names the two share,
 /// the references into the seed.
@@ -177,7 +178,7 @@ enum UserStoreSchema {
     }
 
     /// Per reference, the rows of `main`'s user table whose non-null value is not in `seedSchema`'s key column.
-    package static func countOrphans(_ db: Database, references: [SeedReference], seedSchema: String) throws -> [String: Int] {
+    static func countOrphans(_ db: Database, references: [SeedReference], seedSchema: String) throws -> [String: Int] {
         var counts: [String: Int] = [:]
         for reference in references {
             let table = reference.table.quotedIdentifier, column = reference.column.quotedIdentifier

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import ReseedSystem
 
 /// Copies the user's tables out of a single-file store into a new user store, under the store's lock.
 ///

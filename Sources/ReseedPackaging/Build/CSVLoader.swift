@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GRDBSQLite
+import ReseedSystem
 
 /// Loads a `.csv` step (RFC 4180) into its table, parsing bytes and reusing prepared statements.
 ///

@@ -1,5 +1,6 @@
 import Dispatch
 import Reseed
+import ReseedSystem
 import Synchronization
 
 /// Parses a CSV file ahead, on a thread of its own, in batches of records, while the caller inserts:

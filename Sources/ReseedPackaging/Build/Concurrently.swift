@@ -1,4 +1,5 @@
 import Reseed
+import ReseedSystem
 
 /// Runs `background` on a thread of its own while `foreground` runs on this one, and returns both
 /// results: on 2 cores, hashing or checking beside SQLite's single-threaded work is free time.

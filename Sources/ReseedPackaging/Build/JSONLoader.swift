@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import Reseed
+import ReseedSystem
 
 /// Loads a `.json` step, an array of objects keyed by column, into its table.
 ///

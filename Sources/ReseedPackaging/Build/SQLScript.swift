@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Reseed
 import GRDBSQLite
+import ReseedSystem
 
 /// A `.sql` step read a chunk at a time and cut into statements, each with the line it starts on.
 ///
@@ -114,7 +115,7 @@ struct SQLScript: ~Copyable {
 
     /// Reads the next chunk into the buffer, normalised; at the end of the file, what the normaliser still holds.
     private mutating func read() throws(PackagingError) {
-        let count = try step.read(file.raw, into: chunk)
+        let count = try step.read(file, into: chunk)
         if count > 0 {
             normalizer.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<count])) { buffer.append(contentsOf: $0) }
         } else {

@@ -3,6 +3,7 @@ import GRDB
 import GRDBSQLite
 import Logging
 import Reseed
+import ReseedSystem
 
 /// Builds a seed from the steps of a `Migrations/` folder, reproducibly.
 ///
@@ -388,13 +389,11 @@ extension SeedBuilder {
         guard let source = try directory.openForReading(temporary) else {
             throw PackagingError(.io, step: .build, path: directory.path(temporary), message: "the built database disappeared before it was compressed")
         }
-        let sourceFD = source.raw
-        let sizes = try directory.writeDurably(compressedName) { destinationFD, compressing in
+        let sizes = try directory.writeDurably(compressedName) { destination, compressing in
             try directory.fileSystem.performCoding(.write, directory.path(compressing)) { () throws(CodecFailure) in
-                try codec.compress(from: sourceFD, to: destinationFD)
+                try codec.compress(from: source, to: destination)
             }
         }
-        withExtendedLifetime(source) {}
         logger.info("compressed seed", metadata: ["seed": "\(directory.path(compressedName))", "database": "\(sizes.read)", "compressed": "\(sizes.written)", "codec": "\(codec.name)"])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 extension SeedManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 /// Writes a delta file (format 1) from two seeds attached to one connection on it.
 struct DeltaWriter {

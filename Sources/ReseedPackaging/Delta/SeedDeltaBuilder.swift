@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// Builds the row-level delta that turns one release of a seed into the next (format 1, see
@@ -135,12 +136,10 @@ public enum SeedDeltaBuilder {
         try packaging(.buildDelta, path: directory.path(scratch)) {
             let source = try FileSystem.openRegularFile(oldPath)
             let copy = try directory.createExclusive(scratch)
-            let (sourceFD, copyFD) = (source.raw, copy.raw)
             _ = try directory.fileSystem.perform(.copy, directory.path(scratch)) { () throws(Errno) in
-                try FileCopier(hashing: false).copy(from: sourceFD, to: copyFD)
+                try FileCopier(hashing: false).copy(from: source, to: copy)
             }
             try copy.close()
-            withExtendedLifetime(source) {}
         }
         do {
             _ = try SeedDelta.apply(deltaPath: deltaPath, to: directory.path(scratch), expectedContentHash: toContentHash)

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 extension SeedDiff {
     /// What the row-level delta between two seeds weighs, or why there is none (`reseed diff --delta-size`).
@@ -47,7 +48,7 @@ extension SeedDiff {
             let written = try packaging(.buildDelta, path: compressed) { () throws -> Int64 in
                 let source = try FileSystem.openRegularFile(delta)
                 let target = try FileSystem().openDirectory(folder, create: false).createExclusive(compressedName)
-                return try codec.compress(from: source.raw, to: target.raw).written
+                return try codec.compress(from: source, to: target).written
             }
             return DeltaSize(bytes: built.size, compressedBytes: written, tables: built.tables, notExpressible: nil)
         case .notExpressible(let reason): return DeltaSize(bytes: nil, compressedBytes: nil, tables: [], notExpressible: reason)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 /// The schema of one database as the diff needs it: user objects, table columns, encoding and seed metadata.
 struct SchemaSnapshot {

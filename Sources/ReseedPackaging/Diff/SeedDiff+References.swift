@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 extension SeedDiff {
     /// The keys of one referenced seed column that the old seed has and the new one does not:

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ReseedSystem
 
 /// Compares the rows of the tables two databases share, one table at a time.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// Turns an existing SQLite database into a Reseed project: `reseed.json` and a `Migrations/`
@@ -98,7 +99,7 @@ public struct ProjectImporter: Sendable {
         let folder = try packaging(.importDatabase, path: directory.path) { try fileSystem.openDirectory(directory, create: true) }
         if !force { try refuseExisting(in: folder) }
         let temporary = ".reseed-init-" + UUID().uuidString
-        try packaging(.importDatabase, path: folder.path(temporary)) { try Syscalls.mkdirat(folder.fd, temporary, FilePermissions(rawValue: 0o755)) }
+        try packaging(.importDatabase, path: folder.path(temporary)) { try folder.makeDirectory(temporary, permissions: FilePermissions(rawValue: 0o755)) }
         defer { try? FileManager.default.removeItem(atPath: folder.path(temporary)) }
         let work = try packaging(.importDatabase, path: folder.path(temporary)) { try fileSystem.openDirectory(folder.url.appendingPathComponent(temporary), create: false) }
         let (steps, schema) = try writeSteps(into: work)
@@ -147,7 +148,7 @@ public struct ProjectImporter: Sendable {
         let path = source.path
         do {
             let file = try FileSystem.openRegularFile(path)
-            let header = try Syscalls.pread(file.raw, count: 16, at: 0)
+            let header = try file.read(count: 16, at: 0)
             guard StoreHeader.hasMagic(header) else {
                 throw PackagingError(.invalidArgument, step: .importDatabase, path: path, message: "not a SQLite database (its first bytes are not the SQLite header)")
             }
@@ -168,7 +169,7 @@ public struct ProjectImporter: Sendable {
         let queue = try packaging(.importDatabase, path: path) { try DatabaseQueue(path: path, configuration: configuration) }
         defer { try? queue.close() }
         let migrations = try packaging(.importDatabase, path: work.path(Self.migrationsFolder)) {
-            try Syscalls.mkdirat(work.fd, Self.migrationsFolder, FilePermissions(rawValue: 0o755))
+            try work.makeDirectory(Self.migrationsFolder, permissions: FilePermissions(rawValue: 0o755))
             return try fileSystem.openDirectory(work.url.appendingPathComponent(Self.migrationsFolder), create: false)
         }
         return try packaging(.importDatabase, path: path) {

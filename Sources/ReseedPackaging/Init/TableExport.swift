@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GRDBSQLite
 import Reseed
+import ReseedSystem
 
 /// A step file being written, through a buffer of about 1 MiB.
 final class StepFile {
@@ -26,7 +27,7 @@ final class StepFile {
 
     /// Writes what the buffer holds; call once at the end.
     func flush() throws {
-        try directory.write(buffer, to: file.raw, name: name)
+        try directory.write(buffer, to: file, name: name)
         buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Reseed
+import ReseedSystem
 
 /// One file of `Migrations/`: `NNNN_description.sql|csv|json`.
 ///
@@ -89,7 +90,7 @@ public struct MigrationStep: Sendable, Hashable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let count = try read(file.raw, into: buffer)
+            let count = try read(file, into: buffer)
             if count == 0 { break }
             normalizer.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { hasher.update(bufferPointer: $0) }
         }
@@ -121,12 +122,12 @@ public struct MigrationStep: Sendable, Hashable {
         }
     }
 
-    /// Reads up to the buffer's size from the step's descriptor `fd`; 0 at its end.
+    /// Reads up to the buffer's size from the step's open file `file`; 0 at its end.
     ///
     /// - Throws: ``PackagingError/Code/io`` naming the file.
-    func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(PackagingError) -> Int {
+    func read(_ file: borrowing OwnedDescriptor, into buffer: UnsafeMutableRawBufferPointer) throws(PackagingError) -> Int {
         do {
-            return try Syscalls.read(fd, into: buffer)
+            return try file.read(into: buffer)
         } catch {
             throw PackagingError.io("cannot read the step", step: .readMigrations, path: url.path, error: error)
         }

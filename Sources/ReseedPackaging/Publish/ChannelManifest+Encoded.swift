@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 extension ChannelManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// The key a publisher signs a channel's manifest with: an Ed25519 private key. Never ship it in an app.
@@ -92,14 +93,13 @@ extension ChannelKeyFile {
         let file: OwnedDescriptor
         do {
             // O_NONBLOCK: a FIFO must not block the open; it is refused below.
-            file = OwnedDescriptor(adopting: try Syscalls.openat(Syscalls.currentDirectory, path, .readOnly, .nonBlocking))
+            file = try OwnedDescriptor.open(path, .readOnly, options: .nonBlocking)
         } catch {
             throw PackagingError(.io, step: .readKey, path: path, message: "cannot open the private key", errno: error)
         }
-        let fd = file.raw
         let info: FileStatus
         do {
-            info = try Syscalls.fstat(fd)
+            info = try file.status()
         } catch {
             throw PackagingError(.io, step: .readKey, path: path, message: "cannot examine the private key", errno: error)
         }
@@ -114,7 +114,7 @@ extension ChannelKeyFile {
         }
         let bytes: [UInt8]
         do {
-            bytes = try Syscalls.pread(fd, count: maximumSize + 1, at: 0)
+            bytes = try file.read(count: maximumSize + 1, at: 0)
         } catch {
             throw PackagingError(.io, step: .readKey, path: path, message: "cannot read the private key", errno: error)
         }
@@ -135,7 +135,7 @@ extension ChannelKeyFile {
             try directory.writeDurably(url.lastPathComponent, permissions: permissions, placement: .noReplace) { file, temporary in
                 if exactly {
                     // A umask such as 0277 would leave a key its owner cannot read; set the mode before any byte is written.
-                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try Syscalls.fchmod(file, permissions) }
+                    try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try file.setPermissions(permissions) }
                 }
                 try directory.write(contents, to: file, name: temporary)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 
 extension ChannelPublisher {
     /// An earlier release the channel offered, which may get a delta to the new seed.
@@ -24,7 +25,7 @@ extension ChannelPublisher {
     func previousReleases(of manifest: ChannelManifest, in directory: Directory) -> [EarlierRelease] {
         let path = directory.path(ChannelManifest.fileName)
         guard let file = try? FileSystem.openRegularFile(path),
-              let bytes = try? Syscalls.pread(file.raw, count: ChannelManifest.maximumFileSize + 1, at: 0),
+              let bytes = try? file.read(count: ChannelManifest.maximumFileSize + 1, at: 0),
               bytes.count <= ChannelManifest.maximumFileSize,
               let previous = try? ChannelManifest.decode(bytes, source: path), previous.name == manifest.name else { return [] }
         let candidates = [(previous.version, previous.contentHash)] + previous.deltas.map { ($0.fromVersion, Optional($0.fromContentHash)) }
@@ -92,8 +93,8 @@ extension ChannelPublisher {
         let target = directory.path(name)
         let written = try packaging(.publish, path: target) { () throws -> FileFacts in
             let source = try FileSystem.openRegularFile(sourcePath)
-            try directory.writeTemporary(temporary, write: { fd in
-                _ = try Codecs.written.compress(from: source.raw, to: fd)
+            try directory.writeTemporary(temporary, write: { destination in
+                _ = try Codecs.written.compress(from: source, to: destination)
             }, check: { _ in })
             return try FileFacts(path: directory.path(temporary))
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// Publishes a seed to a channel folder, for any static HTTP host to serve (`reseed publish`).
@@ -130,13 +131,12 @@ public struct ChannelPublisher: Sendable {
         // The runtime names the seed's own failures (a missing file, a stream that does not
         // decompress) at its step `copy`; `packaging` makes them the publish's.
         let source = try packaging(.publish, path: seed.fileURL.path) { try seed.openFile(at: .copy) }
-        let sourceFD = source.raw
         _ = try packaging(.publish, path: target) {
-            try directory.writeDurably(file, write: { destinationFD, temporary in
+            try directory.writeDurably(file, write: { destination, temporary in
                 // A compressed seed is published decompressed: the database its manifest describes.
                 try during(.copy, path: seed.fileURL.path) {
                     try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
-                        try seed.copyDatabase(from: sourceFD, to: destinationFD, hashing: true)
+                        try seed.copyDatabase(from: source, to: destination, hashing: true)
                     }
                 }
             }, check: { copied, _ in
@@ -146,7 +146,6 @@ public struct ChannelPublisher: Sendable {
                 }
             })
         }
-        withExtendedLifetime(source) {}
         return true
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 /// Proves that a seed is exactly what its manifest, and optionally its `Migrations/`, say.
 ///

@@ -82,18 +82,11 @@ package struct FileSystem: Sendable {
         try performing(kind, path, body, systemError: { $0 })
     }
 
-    /// Runs one action that writes or reads a gzip stream (a compressed seed) through the observer.
+    /// Runs one action whose body fails with its own error type through the observer.
     ///
-    /// A failed system call (``CodecFailure/io(_:)``) fails the action as in
-    /// ``perform(_:_:_:)``; a stream that does not decode is a verdict on the input, not a failed
-    /// action, and passes through as the ``CodecFailure`` it is.
-    package func performCoding<T>(_ kind: FileAction.Kind, _ path: String, _ body: () throws(CodecFailure) -> T) throws -> T {
-        try performing(kind, path, body, systemError: { failure in
-            if case .io(let errno) = failure { errno } else { nil }
-        })
-    }
-
-    private func performing<T: ~Copyable, Failure: Error>(
+    /// A failure `systemError` maps to an `Errno` fails the action as in ``perform(_:_:_:)``;
+    /// any other passes through as it is.
+    package func performing<T: ~Copyable, Failure: Error>(
         _ kind: FileAction.Kind, _ path: String, _ body: () throws(Failure) -> T, systemError: (Failure) -> Errno?
     ) throws -> T {
         let action = FileAction(kind: kind, path: path)
@@ -107,6 +100,19 @@ package struct FileSystem: Sendable {
         }
         try observer?.didPerform(action)
         return result
+    }
+
+    /// `realpath(3)`: the absolute path of `path` with every symbolic link resolved.
+    ///
+    /// - Throws: `Errno` when a component is missing (such as the target of a dangling link) or cannot be read.
+    package static func resolvingSymbolicLinks(_ path: String) throws(Errno) -> String {
+        try Syscalls.realpath(path)
+    }
+
+    /// The names in the directory at `path`, but `.` and `..` (`readdir(3)`): cheaper than
+    /// Foundation's `contentsOfDirectory(atPath:)` on a launch's path.
+    package static func directoryNames(_ path: String) throws(Errno) -> [String] {
+        try Syscalls.directoryNames(path)
     }
 
     /// Wraps a read-only call, which the observer does not see.
@@ -124,16 +130,22 @@ package struct FileSystem: Sendable {
     /// Reseed holds a lock); `fstat` then refuses a FIFO, a device such as `/dev/zero`, a socket or
     /// a directory. Reads of a regular file are not affected by the flag.
     /// - Parameters:
-    ///   - name: the path, relative to `directory` (default: the working directory).
-    ///   - path: the path errors name.
+    ///   - path: the file's path, relative to the working directory or absolute; errors name it.
     ///   - access: `.readOnly` by default.
     ///   - options: none by default; `.noFollow` refuses a symbolic link.
     /// - Throws: ``FileSystemFailure``: the `openat` errno, or a reason without one.
     package static func openRegularFile(
-        _ name: String, in directory: Int32 = Syscalls.currentDirectory, path: String? = nil,
+        _ path: String, access: FileDescriptor.AccessMode = .readOnly, options: FileDescriptor.OpenOptions = []
+    ) throws(FileSystemFailure) -> OwnedDescriptor {
+        try openRegularFile(path, in: Syscalls.currentDirectory, path: path, access: access, options: options)
+    }
+
+    /// ``openRegularFile(_:access:options:)`` of `name` relative to the open directory `directory`;
+    /// errors name `path`.
+    static func openRegularFile(
+        _ name: String, in directory: Int32, path: String,
         access: FileDescriptor.AccessMode = .readOnly, options: FileDescriptor.OpenOptions = []
     ) throws(FileSystemFailure) -> OwnedDescriptor {
-        let path = path ?? name
         let fd: OwnedDescriptor
         do {
             fd = OwnedDescriptor(adopting: try Syscalls.openat(directory, name, access, options.union(.nonBlocking)))
@@ -187,7 +199,7 @@ package final class Directory: Sendable {
     package let url: URL
     private let descriptor: OwnedDescriptor
     /// The directory's descriptor, valid while this value lives (it closes it when it ends).
-    package var fd: Int32 { descriptor.raw }
+    var fd: Int32 { descriptor.raw }
 
     /// The directory's path with a final "/", so a name's path is one concatenation
     /// (`URL.appendingPathComponent` asks the file system whether the name is a folder).
@@ -213,13 +225,29 @@ package final class Directory: Sendable {
     /// Opens the regular file `name` for reading without following a link; nil when it does not exist.
     ///
     /// - Throws: ``FileSystemFailure`` when it cannot be opened or is not a regular file (see
-    ///   ``FileSystem/openRegularFile(_:in:path:access:options:)``).
+    ///   ``FileSystem/openRegularFile(_:access:options:)``).
     package func openForReading(_ name: String) throws(FileSystemFailure) -> OwnedDescriptor? {
         do {
             return try FileSystem.openRegularFile(name, in: fd, path: path(name), options: .noFollow)
         } catch where error.errno == .noSuchFileOrDirectory {
             return nil
         }
+    }
+
+    /// Opens `name` (`openat(2)` relative to this directory, with `O_CLOEXEC`), outside the
+    /// observer: for a file the caller examines before trusting it (a partial download to resume).
+    ///
+    /// - Throws: `Errno` from `openat(2)`.
+    package func open(_ name: String, _ access: FileDescriptor.AccessMode, options: FileDescriptor.OpenOptions = []) throws(Errno) -> OwnedDescriptor {
+        OwnedDescriptor(adopting: try Syscalls.openat(fd, name, access, options))
+    }
+
+    /// Creates the folder `name` in this directory (`mkdirat(2)`, `permissions` less the umask), outside
+    /// the observer.
+    ///
+    /// - Throws: `Errno` from `mkdirat(2)`, such as `EEXIST`.
+    package func makeDirectory(_ name: String, permissions: FilePermissions) throws(Errno) {
+        try Syscalls.mkdirat(fd, name, permissions)
     }
 
     /// Opens (creating when needed) a lock file; it is never removed, so every locker meets the same inode.
@@ -278,29 +306,34 @@ package final class Directory: Sendable {
     }
 
     /// fsyncs a file open in this directory.
-    package func sync(_ file: Int32, name: String) throws {
+    package func sync(_ file: borrowing OwnedDescriptor, name: String) throws {
+        try sync(file.raw, name: name)
+    }
+
+    /// fsyncs a file open in this directory by its number, for another thread while its owner is borrowed.
+    func sync(_ file: Int32, name: String) throws {
         try fileSystem.perform(.sync, path(name)) { () throws(Errno) in try Syscalls.fsync(file) }
     }
 
     /// Opens `name` and fsyncs it.
     package func syncFile(_ name: String) throws {
         let file = try FileSystem.openRegularFile(name, in: fd, path: path(name), options: .noFollow)
-        try sync(file.raw, name: name)
+        try sync(file, name: name)
     }
 
     /// Writes all of `bytes` to `file` at its current offset.
-    package func write(_ bytes: [UInt8], to file: Int32, name: String) throws {
-        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file, bytes) }
+    package func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor, name: String) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file.raw, bytes) }
     }
 
     /// Writes all of `buffer` to `file` at `offset` (`pwrite(2)`), leaving the file offset as it is.
-    package func write(_ buffer: UnsafeRawBufferPointer, to file: Int32, at offset: Int64, name: String) throws {
-        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.pwriteAll(file, buffer, at: offset) }
+    package func write(_ buffer: UnsafeRawBufferPointer, to file: borrowing OwnedDescriptor, at offset: Int64, name: String) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.pwriteAll(file.raw, buffer, at: offset) }
     }
 
     /// Cuts `file` to `length` bytes (`ftruncate(2)`); the fault seam sees it as a write.
-    package func truncate(_ file: Int32, name: String, to length: Int64 = 0) throws {
-        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.ftruncate(file, length) }
+    package func truncate(_ file: borrowing OwnedDescriptor, name: String, to length: Int64 = 0) throws {
+        try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.ftruncate(file.raw, length) }
     }
 
     /// The names in this directory (not `.` and `..`).

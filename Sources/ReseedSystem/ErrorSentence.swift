@@ -3,7 +3,7 @@ import SystemPackage
 
 /// The one shape of an error a user reads: `where: what failed[: why][; what to do]`, on one line.
 ///
-/// ``ReseedError``, `PackagingError` and the `reseed` command's own errors all render through it,
+/// `ReseedError`, `PackagingError` and the `reseed` command's own errors all render through it,
 /// so every message reads the same way and none shows a type's debug description:
 ///
 /// ```

@@ -9,8 +9,8 @@ import SystemPackage
 /// in memory.
 ///
 /// ```swift
-/// let sizes = try Gzip.compress(from: database.raw, to: compressed.raw)
-/// let copied = try Gzip.decompress(from: compressed.raw, to: copy.raw, limit: manifest.size, hashing: true)
+/// let sizes = try Gzip.compress(from: database, to: compressed)
+/// let copied = try Gzip.decompress(from: compressed, to: copy, limit: manifest.size, hashing: true)
 /// ```
 package enum Gzip {
     /// The name manifests give this codec.
@@ -33,7 +33,7 @@ package enum Gzip {
         return magic + [8, 0, 0, 0, 0, 0, extraFlags, osUnknown]
     }
 
-    /// Compresses all of `sourceFD` (from its current offset) into `destinationFD` as one gzip member.
+    /// Compresses all of `source` (from its current offset) into `destination` as one gzip member.
     ///
     /// Raw deflate (`deflateInit2`, window bits -15, memory level 8, default strategy) between a
     /// header written here (``header(level:)``) and the CRC-32 and length trailer. One thread,
@@ -45,7 +45,9 @@ package enum Gzip {
     /// - Returns: the bytes read and written.
     /// - Throws: ``CodecFailure/io(_:)`` for a failed read or write, ``CodecFailure/zlib(code:message:)``
     ///   when zlib cannot start (out of memory, a level outside 0...9).
-    package static func compress(from sourceFD: Int32, to destinationFD: Int32, level: Int32 = 9) throws(CodecFailure) -> (read: Int64, written: Int64) {
+    package static func compress(
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, level: Int32 = 9
+    ) throws(CodecFailure) -> (read: Int64, written: Int64) {
         let stream = try ZStream.deflating(level: level)
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
         defer { input.deallocate() }
@@ -53,14 +55,14 @@ package enum Gzip {
         defer { output.deallocate() }
 
         let header = header(level: level)
-        try write(destinationFD, header)
+        try write(destination, header)
         var written = Int64(header.count)
         var read: Int64 = 0
         var crc = crc32(0, nil, 0)
         var finished = false
         while !finished {
             let count: Int
-            do { count = try Syscalls.read(sourceFD, into: input) } catch { throw .io(error) }
+            do { count = try source.read(into: input) } catch { throw .io(error) }
             let flush = count == 0 ? Z_FINISH : Z_NO_FLUSH
             if count > 0 {
                 crc = crc32(crc, input.baseAddress?.assumingMemoryBound(to: Bytef.self), uInt(count))
@@ -77,19 +79,19 @@ package enum Gzip {
                 guard code >= 0 || code == Z_BUF_ERROR else { throw stream.failure(code) }
                 let produced = output.count - Int(stream.pointer.pointee.avail_out)
                 if produced > 0 {
-                    try write(destinationFD, UnsafeRawBufferPointer(rebasing: output[0..<produced]))
+                    try write(destination, UnsafeRawBufferPointer(rebasing: output[0..<produced]))
                     written += Int64(produced)
                 }
                 if code == Z_STREAM_END { finished = true }
             } while stream.pointer.pointee.avail_out == 0 && !finished
         }
         let trailer = littleEndian(UInt32(truncatingIfNeeded: crc)) + littleEndian(UInt32(truncatingIfNeeded: read))
-        try write(destinationFD, trailer)
+        try write(destination, trailer)
         return (read, written + Int64(trailer.count))
     }
 
-    /// Decompresses the gzip member in `sourceFD` (from its current offset to its end) into
-    /// `destinationFD`, hashing the decompressed bytes in the same pass when asked.
+    /// Decompresses the gzip member in `source` (from its current offset to its end) into
+    /// `destination`, hashing the decompressed bytes in the same pass when asked.
     ///
     /// The mirror of ``FileCopier/copy(from:to:)`` for a compressed seed: the result counts and
     /// hashes the bytes written, not the bytes read. Each chunk written has its writeback started
@@ -103,9 +105,10 @@ package enum Gzip {
     /// - Throws: ``CodecFailure/io(_:)`` for a failed read or write; ``CodecFailure/invalid(_:)`` naming
     ///   what is wrong with the stream (see ``GzipDecoder``); ``CodecFailure/tooLong(limit:)``.
     package static func decompress(
-        from sourceFD: Int32, to destinationFD: Int32, limit: Int64, hashing: Bool, progress: (@Sendable (Int64) -> Void)? = nil
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)? = nil
     ) throws(CodecFailure) -> FileCopier.Result {
-        Syscalls.adviseSequential(sourceFD)
+        source.adviseSequential()
         var decoder = try GzipDecoder(limit: limit)
         var hasher = hashing ? SHA256() : nil
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
@@ -113,12 +116,12 @@ package enum Gzip {
         var total: Int64 = 0
         while true {
             let count: Int
-            do { count = try Syscalls.read(sourceFD, into: input) } catch { throw .io(error) }
+            do { count = try source.read(into: input) } catch { throw .io(error) }
             if count == 0 { break }
             try decoder.feed(UnsafeRawBufferPointer(rebasing: input[0..<count])) { (piece) throws(CodecFailure) in
                 hasher?.update(bufferPointer: piece)
-                try write(destinationFD, piece)
-                Syscalls.startWriteback(destinationFD, from: total, count: Int64(piece.count))
+                try write(destination, piece)
+                destination.startWriteback(from: total, count: Int64(piece.count))
                 total += Int64(piece.count)
                 progress?(total)
             }
@@ -127,12 +130,12 @@ package enum Gzip {
         return FileCopier.Result(bytes: total, sha256: hasher.map { $0.finalize().hexString })
     }
 
-    private static func write(_ fd: Int32, _ bytes: [UInt8]) throws(CodecFailure) {
-        do { try Syscalls.writeAll(fd, bytes) } catch { throw .io(error) }
+    private static func write(_ file: borrowing OwnedDescriptor, _ bytes: [UInt8]) throws(CodecFailure) {
+        do { try file.writeAll(bytes) } catch { throw .io(error) }
     }
 
-    private static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(CodecFailure) {
-        do { try Syscalls.writeAll(fd, buffer) } catch { throw .io(error) }
+    private static func write(_ file: borrowing OwnedDescriptor, _ buffer: UnsafeRawBufferPointer) throws(CodecFailure) {
+        do { try file.writeAll(buffer) } catch { throw .io(error) }
     }
 
     /// The four bytes of `value`, least significant first, as gzip's trailer stores them.

@@ -25,6 +25,11 @@ package struct FileCopier: Sendable {
         package var bytes: Int64
         /// Lowercase hex SHA-256 of the bytes read, when hashing was asked for.
         package var sha256: String?
+
+        package init(bytes: Int64, sha256: String?) {
+            self.bytes = bytes
+            self.sha256 = sha256
+        }
     }
 
     package var hashing: Bool
@@ -45,7 +50,11 @@ package struct FileCopier: Sendable {
     }
 
     /// Copies `source` (from its start, at most ``limit`` bytes) into `destination` (at its current offset, expected empty).
-    package func copy(from source: Int32, to destination: Int32) throws(Errno) -> Result {
+    package func copy(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(Errno) -> Result {
+        try copy(from: source.raw, to: destination.raw)
+    }
+
+    private func copy(from source: Int32, to destination: Int32) throws(Errno) -> Result {
         Syscalls.adviseSequential(source)
         if hashing {
             if let result = try copyHashingBehind(source, destination) { return result }

@@ -29,17 +29,6 @@ package final class StoreLock: Sendable {
         try acquire(directory.path(name), in: directory, timeout: timeout) { try directory.openLockFile(name) }
     }
 
-    /// Takes the lock named `name` in `directory`, waiting up to `timeout`; when the wait runs out,
-    /// ``ReseedError/Code/lockTimeout`` (step `lock`, the lock file's path) with `timeoutMessage`.
-    package static func acquire(
-        _ name: String, in directory: Directory, timeout: Duration, timeoutMessage: @autoclosure () -> String
-    ) throws(ReseedError) -> StoreLock {
-        let path = directory.path(name)
-        let lock = try during(.lock, path: path) { try acquire(name, in: directory, timeout: timeout) }
-        guard let lock else { throw ReseedError(.lockTimeout, step: .lock, path: path, message: timeoutMessage()) }
-        return lock
-    }
-
     /// Takes a lock on `directory` itself (`flock` on the folder, no lock file), waiting up to `timeout`:
     /// for a folder that must hold nothing but its own files, such as a build's output.
     ///

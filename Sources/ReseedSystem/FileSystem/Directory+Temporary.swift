@@ -29,7 +29,7 @@ extension Directory {
         try writeDurably(name) { file, temporary in
             if let existing = try status(name) {
                 try fileSystem.reading("fchmod", path(temporary)) { () throws(Errno) in
-                    try Syscalls.fchmod(file, existing.permissions)
+                    try file.setPermissions(existing.permissions)
                 }
             }
             try write(bytes, to: file, name: temporary)

@@ -27,13 +27,13 @@ extension Directory {
     ///   `write` or `check` threw. The file is removed before either leaves this call.
     package func writeTemporary<T>(
         _ temporary: String, permissions: FilePermissions = .defaultFile,
-        write: (_ file: Int32) throws -> T, check: (_ written: T) throws -> Void = { _ in }
+        write: (_ file: borrowing OwnedDescriptor) throws -> T, check: (_ written: T) throws -> Void = { _ in }
     ) throws -> T {
         let file = try createExclusive(temporary, permissions: permissions)
         let written: T
         do {
-            written = try write(file.raw)
-            try sync(file.raw, name: temporary)
+            written = try write(file)
+            try sync(file, name: temporary)
         } catch {
             _ = try? remove(temporary)
             throw error
@@ -65,14 +65,14 @@ extension Directory {
     /// ```
     /// - Parameters:
     ///   - placement: ``Placement/replace`` (the default) or ``Placement/noReplace``.
-    ///   - write: fills the file; gets its descriptor and its temporary name.
+    ///   - write: fills the file; borrows its descriptor, and gets its temporary name.
     ///   - check: runs once the file is closed, before it takes its name; gets what `write` returned.
     /// - Throws: ``FileSystemFailure`` for a failed action, or what `write` or `check` threw;
     ///   the temporary file is removed unless the rename happened (only the directory fsync failed).
     @discardableResult
     package func writeDurably<T>(
         _ name: String, permissions: FilePermissions = .defaultFile, placement: Placement = .replace,
-        write: (_ file: Int32, _ temporary: String) throws -> T,
+        write: (_ file: borrowing OwnedDescriptor, _ temporary: String) throws -> T,
         check: (_ written: T, _ temporary: String) throws -> Void = { _, _ in }
     ) throws -> T {
         let temporary = Self.temporaryName(for: name)

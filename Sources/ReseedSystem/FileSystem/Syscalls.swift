@@ -16,9 +16,9 @@ import SystemPackage
 /// file of the library that imports the C library: callers use swift-system's
 /// types (`FileDescriptor.AccessMode`, `FileDescriptor.OpenOptions`, `FilePermissions`)
 /// and ``FileStatus`` instead of `O_*`, `mode_t` and `struct stat`.
-package enum Syscalls {
+enum Syscalls {
     /// `AT_FDCWD`: a directory argument that resolves a relative name from the working directory.
-    package static let currentDirectory: Int32 = AT_FDCWD
+    static let currentDirectory: Int32 = AT_FDCWD
 
     /// Runs `body` until it does not fail with `EINTR`.
     @inline(__always)
@@ -32,7 +32,7 @@ package enum Syscalls {
     }
 
     /// `openat(2)`, with `O_CLOEXEC` always added; `permissions` (less the umask) apply to a file `.create` makes.
-    package static func openat(
+    static func openat(
         _ directory: Int32, _ path: String, _ access: FileDescriptor.AccessMode, _ options: FileDescriptor.OpenOptions = [],
         permissions: FilePermissions = []
     ) throws(Errno) -> Int32 {
@@ -50,7 +50,7 @@ package enum Syscalls {
     }
 
     /// `fsync(2)`; `fcntl(F_FULLFSYNC)` on Apple platforms, where fsync does not reach the medium.
-    package static func fsync(_ fd: Int32) throws(Errno) {
+    static func fsync(_ fd: Int32) throws(Errno) {
         #if canImport(Darwin)
         if (try? retrying { fcntl(fd, F_FULLFSYNC) }) != nil { return }
         #endif
@@ -58,7 +58,7 @@ package enum Syscalls {
     }
 
     /// `flock(2)` with `LOCK_NB`: returns false when another holder has the lock.
-    package static func tryLock(_ fd: Int32, exclusive: Bool) throws(Errno) -> Bool {
+    static func tryLock(_ fd: Int32, exclusive: Bool) throws(Errno) -> Bool {
         do {
             _ = try retrying { flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) }
             return true
@@ -68,17 +68,17 @@ package enum Syscalls {
     }
 
     /// `flock(fd, LOCK_UN)`.
-    package static func unlock(_ fd: Int32) throws(Errno) {
+    static func unlock(_ fd: Int32) throws(Errno) {
         _ = try retrying { flock(fd, LOCK_UN) }
     }
 
     /// `renameat(2)`: atomically replaces `to` when it exists.
-    package static func renameat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
+    static func renameat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
         _ = try retrying { system_renameat(fromDirectory, from, toDirectory, to) }
     }
 
     /// `renameat2(..., RENAME_NOREPLACE)`; on systems without it, `linkat(2)` then `unlinkat(2)`.
-    package static func renameNoReplace(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
+    static func renameNoReplace(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
         do {
             _ = try retrying { reseed_rename_noreplace(fromDirectory, from, toDirectory, to) }
         } catch where error == .noFunction || error == .invalidArgument {
@@ -88,29 +88,29 @@ package enum Syscalls {
     }
 
     /// `linkat(2)` without following a symbolic link at `from`.
-    package static func linkat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
+    static func linkat(_ fromDirectory: Int32, _ from: String, _ toDirectory: Int32, _ to: String) throws(Errno) {
         _ = try retrying { system_linkat(fromDirectory, from, toDirectory, to, 0) }
     }
 
     /// `unlinkat(2)` of a file.
-    package static func unlinkat(_ directory: Int32, _ path: String) throws(Errno) {
+    static func unlinkat(_ directory: Int32, _ path: String) throws(Errno) {
         _ = try retrying { system_unlinkat(directory, path, 0) }
     }
 
     /// `mkdirat(2)`.
-    package static func mkdirat(_ directory: Int32, _ path: String, _ permissions: FilePermissions) throws(Errno) {
+    static func mkdirat(_ directory: Int32, _ path: String, _ permissions: FilePermissions) throws(Errno) {
         _ = try retrying { system_mkdirat(directory, path, mode_t(permissions.rawValue)) }
     }
 
     /// `fstat(2)`.
-    package static func fstat(_ fd: Int32) throws(Errno) -> FileStatus {
+    static func fstat(_ fd: Int32) throws(Errno) -> FileStatus {
         var info = stat()
         _ = try retrying { system_fstat(fd, &info) }
         return FileStatus(info)
     }
 
     /// `fstatat(2)` without following a final symbolic link; nil when the name does not exist.
-    package static func lstatat(_ directory: Int32, _ path: String) throws(Errno) -> FileStatus? {
+    static func lstatat(_ directory: Int32, _ path: String) throws(Errno) -> FileStatus? {
         var info = stat()
         do {
             _ = try retrying { system_fstatat(directory, path, &info, AT_SYMLINK_NOFOLLOW) }
@@ -121,12 +121,12 @@ package enum Syscalls {
     }
 
     /// `read(2)` into `buffer`; returns the count read, 0 at end of file.
-    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         try retrying { system_read(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// `pread(2)` until `buffer` is full or end of file; returns the count read.
-    package static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+    static func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
         var done = 0
         while done < buffer.count {
             let count = try retrying {
@@ -139,7 +139,7 @@ package enum Syscalls {
     }
 
     /// `pread(2)` of up to `count` bytes at `offset`; fewer at end of file.
-    package static func pread(_ fd: Int32, count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
+    static func pread(_ fd: Int32, count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         var failure: Errno?
         let done = bytes.withUnsafeMutableBytes { buffer -> Int in
@@ -151,7 +151,7 @@ package enum Syscalls {
     }
 
     /// `write(2)` of all of `bytes`.
-    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
         var failure: Errno?
         bytes.withUnsafeBytes { buffer in
             do throws(Errno) { try writeAll(fd, buffer) } catch { failure = error }
@@ -160,15 +160,52 @@ package enum Syscalls {
     }
 
     /// `write(2)` until all of `buffer` is written.
-    package static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(Errno) {
+    static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(Errno) {
         var done = 0
         while done < buffer.count {
             done += try retrying { system_write(fd, buffer.baseAddress! + done, buffer.count - done) }
         }
     }
 
+    /// `write(2)` until every byte of `bytes` is written to a descriptor that may be non-blocking
+    /// (a standard stream another process set so): a short write goes on, `EINTR` is retried, a
+    /// full descriptor (`EAGAIN`) is waited for with `poll(2)`, and a write of nothing is `EIO`.
+    static func writeAllWaiting(_ fd: Int32, _ bytes: [UInt8]) throws(Errno) {
+        var failure: Int32?
+        bytes.withUnsafeBytes { buffer in
+            var done = 0
+            while done < buffer.count, let base = buffer.baseAddress {
+                let count = system_write(fd, base + done, buffer.count - done)
+                if count > 0 {
+                    done += count
+                    continue
+                }
+                let code = count == 0 ? EIO : errno
+                switch code {
+                case EINTR:
+                    continue
+                case EAGAIN, EWOULDBLOCK:
+                    var request = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    if poll(&request, 1, -1) < 0, errno != EINTR {
+                        failure = errno
+                        return
+                    }
+                default:
+                    failure = code
+                    return
+                }
+            }
+        }
+        if let failure { throw Errno(rawValue: failure) }
+    }
+
+    /// `isatty(3)`: whether `fd` is a terminal.
+    static func isTerminal(_ fd: Int32) -> Bool {
+        isatty(fd) == 1
+    }
+
     /// `pwrite(2)` until all of `buffer` is written at `offset`.
-    package static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
+    static func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
         var done = 0
         while done < buffer.count {
             done += try retrying { system_pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done)) }
@@ -176,18 +213,18 @@ package enum Syscalls {
     }
 
     /// `copy_file_range(2)`: returns the count copied, 0 at end of file.
-    package static func copyFileRange(from source: Int32, to destination: Int32, length: Int) throws(Errno) -> Int {
+    static func copyFileRange(from source: Int32, to destination: Int32, length: Int) throws(Errno) -> Int {
         try retrying { reseed_copy_file_range(source, destination, length) }
     }
 
     /// `ioctl(FICLONE)`: makes `destination` share `source`'s blocks (Btrfs, XFS).
-    package static func cloneFile(from source: Int32, to destination: Int32) throws(Errno) {
+    static func cloneFile(from source: Int32, to destination: Int32) throws(Errno) {
         _ = try retrying { reseed_ficlone(destination, source) }
     }
 
     /// `fcopyfile(3)` with `COPYFILE_DATA` on Apple platforms (a clone on APFS); elsewhere
     /// it throws `ENOTSUP` at once, without a system call.
-    package static func copyFileData(from source: Int32, to destination: Int32) throws(Errno) {
+    static func copyFileData(from source: Int32, to destination: Int32) throws(Errno) {
         #if canImport(Darwin)
         if fcopyfile(source, destination, nil, copyfile_flags_t(COPYFILE_DATA)) != 0 { throw Errno(rawValue: errno) }
         #else
@@ -196,38 +233,38 @@ package enum Syscalls {
     }
 
     /// `posix_fadvise(POSIX_FADV_SEQUENTIAL)`: a hint only, so failures are ignored.
-    package static func adviseSequential(_ fd: Int32) {
+    static func adviseSequential(_ fd: Int32) {
         _ = reseed_advise_sequential(fd)
     }
 
     /// `sync_file_range(SYNC_FILE_RANGE_WRITE)`: starts writing the range to disk now, without
     /// waiting, so a later fsync finds less to do. A hint only: failures are ignored (the fsync
     /// that makes the file durable reports any error).
-    package static func startWriteback(_ fd: Int32, from offset: Int64, count: Int64) {
+    static func startWriteback(_ fd: Int32, from offset: Int64, count: Int64) {
         _ = reseed_start_writeback(fd, off_t(offset), off_t(count))
     }
 
     /// `ftruncate(2)`.
-    package static func ftruncate(_ fd: Int32, _ length: Int64) throws(Errno) {
+    static func ftruncate(_ fd: Int32, _ length: Int64) throws(Errno) {
         _ = try retrying { system_ftruncate(fd, off_t(length)) }
     }
 
     /// `fchmod(2)`: sets exactly `permissions`, whatever the umask.
-    package static func fchmod(_ fd: Int32, _ permissions: FilePermissions) throws(Errno) {
+    static func fchmod(_ fd: Int32, _ permissions: FilePermissions) throws(Errno) {
         _ = try retrying { system_fchmod(fd, mode_t(permissions.rawValue)) }
     }
 
     /// `realpath(3)`: the absolute path with every symbolic link resolved.
     ///
     /// - Throws: `Errno` when a component is missing (such as the target of a dangling link) or cannot be read.
-    package static func realpath(_ path: String) throws(Errno) -> String {
+    static func realpath(_ path: String) throws(Errno) -> String {
         guard let resolved = system_realpath(path) else { throw Errno(rawValue: errno) }
         defer { free(resolved) }
         return String(cString: resolved)
     }
 
     /// `geteuid(2)`: the user this process acts as.
-    package static func effectiveUserID() -> UInt32 {
+    static func effectiveUserID() -> UInt32 {
         UInt32(geteuid())
     }
 
@@ -249,7 +286,7 @@ package enum Syscalls {
     /// The names in the directory at `path`, but `.` and `..` (`opendir(3)`, `readdir(3)`, `closedir(3)`).
     ///
     /// Foundation's `contentsOfDirectory(atPath:)` costs several times more, on a launch's path.
-    package static func directoryNames(_ path: String) throws(Errno) -> [String] {
+    static func directoryNames(_ path: String) throws(Errno) -> [String] {
         guard let directory = opendir(path) else { throw Errno(rawValue: errno) }
         defer { closedir(directory) }
         var names: [String] = []
@@ -305,6 +342,9 @@ package struct FileStatus: Sendable {
     package var linkCount: UInt64
     /// `st_uid`.
     package var ownerID: UInt32
+
+    /// Whether the user this process acts as (`geteuid(2)`) owns the file.
+    package var isOwnedByEffectiveUser: Bool { ownerID == Syscalls.effectiveUserID() }
 
     init(_ info: stat) {
         switch info.st_mode & S_IFMT {

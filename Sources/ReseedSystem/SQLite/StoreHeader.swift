@@ -25,7 +25,7 @@ package struct StoreHeader: Sendable, Equatable {
     package static func fileIsNotADatabase(_ path: String) -> Bool {
         do {
             let file = try FileSystem.openRegularFile(path)
-            let bytes = try Syscalls.pread(file.raw, count: magic.count, at: 0)
+            let bytes = try file.read(count: magic.count, at: 0)
             return !bytes.isEmpty && !hasMagic(bytes)
         } catch {
             return false

@@ -1,0 +1,32 @@
+import ReseedSystem
+
+/// The codecs this Reseed reads and writes: one per case of ``SeedManifest/Compression``.
+package enum Codecs {
+    /// Every codec.
+    package static let all: [any Codec] = SeedManifest.Compression.allCases.map(\.codec)
+
+    /// The codec `reseed package --compress` and `reseed publish` write.
+    package static var written: any Codec { SeedManifest.Compression.written.codec }
+
+    /// The codec called `name`; nil for one this Reseed does not know.
+    static func named(_ name: String) -> (any Codec)? {
+        all.first { $0.name == name }
+    }
+}
+
+/// gzip (RFC 1952: one member around raw deflate) over the system zlib: see `Gzip`.
+struct GzipCodec: Codec {
+    var name: String { Gzip.name }
+    var fileSuffix: String { Gzip.fileSuffix }
+
+    func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
+        try Gzip.compress(from: source, to: destination)
+    }
+
+    func decompress(
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)?
+    ) throws(CodecFailure) -> FileCopier.Result {
+        try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+    }
+}
