@@ -20,9 +20,14 @@ extension Launcher {
         try openPoolReadingSchemaVersion(seed: storeURL).pool
     }
 
-    /// ``openPool(seed:)``, with the user store's `schema_version` read by the same first read that
-    /// checks the seed (nil without a user store): an up-to-date launch's check needs it, and one
-    /// read fewer is measurable on the launch path (figure 10).
+    /// ``openPool(seed:)``, with the user store's `schema_version` (nil without a user store), which
+    /// an up-to-date launch's check needs.
+    ///
+    /// The pool's first connection (its writer, opened by the pool's initializer) reads the seed's
+    /// schema and the user store's `schema_version` right after attaching the seed, with no
+    /// transaction and no hop to a reader: a seed that is not a database fails there, with SQLite's
+    /// error, so the launch installs it again. A read through the pool cost a measurable part of
+    /// the up-to-date launch (figure 10).
     func openPoolReadingSchemaVersion(seed storeURL: URL) throws -> (pool: DatabasePool, userSchemaVersion: Int?) {
         guard let userStoreURL else {
             let pool = try DatabasePool(path: storeURL.path, configuration: poolConfiguration)
@@ -30,15 +35,25 @@ extension Launcher {
             return (pool, nil)
         }
         let seedFailure = Mutex<DatabaseError?>(nil)
+        let first = Mutex<(opened: Bool, schemaVersion: Int?)>((false, nil))
         var database = poolConfiguration
         let uri = Self.readOnlyURI(storeURL.path)
         database.prepareDatabase { db in
+            let isFirst = first.withLock { state in
+                defer { state.opened = true }
+                return !state.opened
+            }
             do {
                 try Self.attachSeed(db, uri: uri, path: storeURL.path)
+                if isFirst { _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.seedSchema).sqlite_master") }
             } catch let error as DatabaseError {
                 // The seed's failure: the launch installs the seed again when it is not a database.
                 seedFailure.withLock { $0 = error }
                 throw error
+            }
+            if isFirst {
+                let version = try Int.fetchOne(db, sql: "PRAGMA main.schema_version")
+                first.withLock { $0.schemaVersion = version }
             }
         }
         let pool: DatabasePool
@@ -50,14 +65,7 @@ extension Launcher {
             throw ReseedError.wrapping(error, step: .openUserStore, path: userStoreURL.path)
         }
         OpenStores.register(pool, path: userStoreURL.path)
-        // The first reader, which the app's first read uses too, reads the seed's schema now (the
-        // user store's was read in opening the pool): a seed that is not a database fails here,
-        // with SQLite's error, so the launch installs it again.
-        let schemaVersion = try pool.read { db -> Int? in
-            let row = try Row.fetchOne(db, sql: "SELECT (SELECT count(*) FROM \(Self.seedSchema).sqlite_master), schema_version FROM main.pragma_schema_version")
-            return row?[1]
-        }
-        return (pool, schemaVersion)
+        return (pool, first.withLock { $0.schemaVersion })
     }
 
     /// The app's GRDB configuration, waiting up to ``Configuration/busyTimeout`` for a lock when it
