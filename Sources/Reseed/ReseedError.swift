@@ -59,6 +59,10 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// A well-formed delta that does not fit the store it is applied to: it names a table the
         /// store lacks, deletes or updates a row the store does not have, or inserts a row it has.
         public static let deltaMismatch = Code(rawValue: "deltaMismatch")
+        /// The data directory's filesystem has less free space than an install or an update needs
+        /// (see *Reliability*, "Disk space"): found before anything is downloaded or copied, so
+        /// nothing was written and the store is as it was. The message says both figures.
+        public static let insufficientSpace = Code(rawValue: "insufficientSpace")
 
         /// What a user can do about a failure of this kind, when one thing fits every case.
         var advice: String? {
@@ -68,6 +72,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
             case .seedNotFound: "give the seed's manifest (*.manifest.json) or the folder that holds it"
             case .download: "check the channel's URL and the network, then try again"
             case .signature: "check that the public key is the one made with the channel's private key"
+            case .insufficientSpace: "free some space on that device, then try again"
             default: nil
             }
         }
@@ -87,6 +92,8 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// Applying a channel's row-level delta (see `SeedDelta`): decompressing it, copying the
         /// installed seed, applying the delta to the copy.
         case applyDelta
+        /// Comparing what an install or an update will write with the data directory's free space.
+        case checkSpace
     }
 
     public var code: Code

@@ -5,7 +5,7 @@ import ReseedSystem
 /// The one install every journey runs: a seed carried from its source through named stages.
 ///
 /// ```
-/// clean ─▶ copy (decode, apply a delta) ─▶ verify ─▶ check the user store ─▶ swap ─▶ record
+/// clean ─▶ check space ─▶ copy (decode, apply a delta) ─▶ verify ─▶ check the user store ─▶ swap ─▶ record
 /// ```
 ///
 /// A launch, a channel's full or delta update, ``LiveStore/replace(with:)`` and, through a
@@ -24,6 +24,10 @@ struct InstallPipeline: Sendable {
         case prepare
         /// Temp files an interrupted install left are removed.
         case clean
+        /// What the copy will write is compared with the data directory's free space (``DiskSpace``):
+        /// a short disk fails here, with nothing written. Not the source's failure: another source
+        /// of the same seed (a delta's full seed) needs more.
+        case checkSpace
         /// The seed is copied into a temp file beside the store: decompressed when compressed, or
         /// made by applying a delta to a copy of the installed seed.
         case copy
@@ -79,7 +83,7 @@ struct InstallPipeline: Sendable {
     private var directory: Directory { installation.directory }
     private var logger: Logger { installation.logger }
 
-    /// Clean, copy, verify and check the user store: a verified temp file beside the store, or
+    /// Clean, check the free space, copy, verify and check the user store: a verified temp file beside the store, or
     /// nothing made and this throws.
     ///
     /// `progress` hears of the copy as (bytes copied, total bytes).
@@ -91,6 +95,8 @@ struct InstallPipeline: Sendable {
         if !removedLeftovers.isEmpty {
             logger.notice("removed temporary files of an interrupted install", metadata: ["files": "\(removedLeftovers)"])
         }
+        // After the clean-up, whose removals count as free space; before the copy creates anything.
+        try Self.during(.checkSpace) { () throws(ReseedError) in try installation.diskSpace(for: source).check(in: directory) }
         let temporary = Directory.temporaryName(for: storeName)
         // Copy and verify are one pass: the SHA-256 is computed while copying, the checks read the
         // copy from the page cache before its fsync. A failure names which of the two it was.

@@ -35,6 +35,19 @@ extension Installation {
         }
     }
 
+    /// What the copy stage will write (see ``DiskSpace``): the seed's temp copy, or for a delta the
+    /// copy it is applied to and that transaction's journal, sized by the decompressed delta.
+    func diskSpace(for source: InstallPipeline.Source) throws(ReseedError) -> DiskSpace {
+        let seed = "\(manifest.name) \(manifest.version)"
+        switch source {
+        case .seed:
+            return DiskSpace(purpose: "install \(seed)", needed: DiskSpace.install(seedSize: manifest.size))
+        case .delta(let deltaPath):
+            let deltaSize = try during(.checkSpace, path: deltaPath) { try FileSystem.openRegularFile(deltaPath).status().size }
+            return DiskSpace(purpose: "install \(seed) from a delta", needed: DiskSpace.deltaInstall(seedSize: manifest.size, deltaSize: deltaSize))
+        }
+    }
+
     /// Whether the copy's SHA-256 is checked: when ``verification`` asks, and always for a compressed seed.
     private var checksSHA256: Bool { verification == .checksum || seed.isCompressed }
 

@@ -29,8 +29,10 @@ extension ChannelUpdater {
     ///
     /// `received` counts the delta's bytes this call downloaded, whether or not it then succeeds.
     ///
-    /// - Throws: the failure as the pipeline's copy stage (any failure here leaves the store as it
-    ///   was, and the caller falls back to the full seed).
+    /// - Throws: a disk too short for the delta's download, decompression and install (``DiskSpace``)
+    ///   as the pipeline's check-space stage, before anything is downloaded; any other failure as the
+    ///   pipeline's copy stage (any failure here leaves the store as it was, and the caller falls back
+    ///   to the full seed after a copy-stage one).
     func fetchDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context, received: inout Int64)
         async throws(InstallPipeline.Failure) -> DeltaFile
     {
@@ -39,6 +41,11 @@ extension ChannelUpdater {
             store: manifest.name, size: delta.file.size, sha256: delta.file.sha256, url: channelURL.appendingPathComponent(delta.file.file),
             directory: directory, transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress,
             keeping: manifest.offeredSHA256)
+        // Before any byte: a disk too short for the delta is shorter still for the full seed, so this
+        // failure is not the source's (no fallback).
+        let space = DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version) from a delta", needed: DiskSpace.deltaUpdate(
+            deltaSize: delta.file.size, alreadyDownloaded: download.alreadyDownloaded, seedSize: manifest.size))
+        try InstallPipeline.during(.checkSpace) { () throws(ReseedError) in try space.check(in: directory) }
         let downloaded: SeedDownload.Result
         do {
             downloaded = try await download.run()

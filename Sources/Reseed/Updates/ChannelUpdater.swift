@@ -145,8 +145,10 @@ public struct ChannelUpdater: Sendable {
     ///   error with ``ReseedError/httpStatus``; a broken seed download resumes on the next try),
     ///   ``ReseedError/Code/signature``, ``ReseedError/Code/channelRefused``,
     ///   ``ReseedError/Code/invalidManifest``, ``ReseedError/Code/verificationFailed`` (the
-    ///   download does not match the signed size and SHA-256), and the install's own errors,
-    ///   such as ``ReseedError/Code/storeBusy``.
+    ///   download does not match the signed size and SHA-256), ``ReseedError/Code/insufficientSpace``
+    ///   (the data directory's filesystem cannot hold the download and the install's copy; found
+    ///   before anything is downloaded, and not a reason to fall back from a delta to the full seed),
+    ///   and the install's own errors, such as ``ReseedError/Code/storeBusy``.
     ///
     /// When the channel offers what the store holds, the files an earlier update left in the data
     /// directory (a partial download whose install was done when the update stopped, a delta's
@@ -230,6 +232,9 @@ public struct ChannelUpdater: Sendable {
             store: manifest.name, size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
             directory: context.directory, transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress,
             keeping: manifest.offeredSHA256)
+        // Before any byte: the rest of the download and the install's temp copy must fit beside the store.
+        try DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version)", needed: DiskSpace.fullUpdate(
+            downloadSize: file.size, alreadyDownloaded: download.alreadyDownloaded, seedSize: manifest.size)).check(in: context.directory)
         let downloaded = try await download.run()
         var seedManifest = manifest.seedManifest(file: downloaded.file)
         seedManifest.compression = manifest.compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }

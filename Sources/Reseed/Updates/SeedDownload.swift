@@ -73,6 +73,15 @@ struct SeedDownload: Sendable {
     var validatorName: String { partialName + ".etag" }
     private var partialPath: String { directory.path(partialName) }
 
+    /// The bytes a partial file of a broken try holds (`lstat`, nothing opened): what ``run()`` will
+    /// not download again. 0 when there is none, or one it would not resume (not a plain regular
+    /// file, or longer than the file).
+    var alreadyDownloaded: Int64 {
+        guard let info = try? directory.status(partialName), info.kind == .regular, info.linkCount == 1,
+              info.size <= manifest.size else { return 0 }
+        return info.size
+    }
+
     /// Downloads what is missing of the seed and checks its size and SHA-256.
     ///
     /// - Throws: ``ReseedError``: ``ReseedError/Code/download`` (step `download`) when the

@@ -26,6 +26,9 @@ package protocol FileSystemObserver: Sendable {
     func willPerform(_ action: FileAction) throws
     /// Called after the action succeeded; throwing stops the caller there, as a crash would.
     func didPerform(_ action: FileAction) throws
+    /// The free space to report for the directory at `path` when `measured` is what `fstatvfs`
+    /// found (see ``Directory/availableBytes()``); by default `measured`.
+    func availableBytes(measured: Int64, at path: String) -> Int64
 }
 
 /// A failed system call with the path it was made on.
@@ -58,6 +61,7 @@ package struct FileSystemFailure: Error, Sendable, CustomStringConvertible {
         FileAction.Kind.createDirectory.rawValue: "create the folder", FileAction.Kind.createFile.rawValue: "create the file",
         FileAction.Kind.sync.rawValue: "flush to disk", FileAction.Kind.syncDirectory.rawValue: "flush the folder to disk",
         FileAction.Kind.rename.rawValue: "move into place", "stat": "examine", "fstat": "examine",
+        "fstatvfs": "measure the free space",
     ]
 
     /// "path: cannot open: no such file or directory; check the path".

@@ -109,6 +109,15 @@ enum Syscalls {
         return FileStatus(info)
     }
 
+    /// `fstatvfs(3)`: the bytes an unprivileged user may still write on the filesystem holding
+    /// `fd` (`f_bavail * f_frsize`; the blocks kept for root are not counted).
+    static func availableBytes(_ fd: Int32) throws(Errno) -> Int64 {
+        var info = statvfs()
+        _ = try retrying { system_fstatvfs(fd, &info) }
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return overflow ? .max : bytes
+    }
+
     /// `fstatat(2)` without following a final symbolic link; nil when the name does not exist.
     static func lstatat(_ directory: Int32, _ path: String) throws(Errno) -> FileStatus? {
         var info = stat()
@@ -374,6 +383,7 @@ private func system_linkat(_ a0: Int32, _ a1: String, _ a2: Int32, _ a3: String,
 private func system_unlinkat(_ a0: Int32, _ a1: String, _ a2: Int32) -> Int32 { unlinkat(a0, a1, a2) }
 private func system_mkdirat(_ a0: Int32, _ a1: String, _ a2: mode_t) -> Int32 { mkdirat(a0, a1, a2) }
 private func system_fstat(_ a0: Int32, _ a1: UnsafeMutablePointer<stat>) -> Int32 { fstat(a0, a1) }
+private func system_fstatvfs(_ a0: Int32, _ a1: UnsafeMutablePointer<statvfs>) -> Int32 { fstatvfs(a0, a1) }
 private func system_fstatat(_ a0: Int32, _ a1: String, _ a2: UnsafeMutablePointer<stat>, _ a3: Int32) -> Int32 { fstatat(a0, a1, a2, a3) }
 private func system_read(_ a0: Int32, _ a1: UnsafeMutableRawPointer?, _ a2: Int) -> Int { read(a0, a1, a2) }
 private func system_pread(_ a0: Int32, _ a1: UnsafeMutableRawPointer, _ a2: Int, _ a3: off_t) -> Int { pread(a0, a1, a2, a3) }
