@@ -81,7 +81,8 @@ let package = Package(
         .executableTarget(
             name: "ReseedBenchmarks",
             dependencies: [
-                "Reseed", "ReseedSystem", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+                "Reseed", "ReseedPackaging", "ReseedSystem", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/ReseedBenchmarks"),
         // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures, the file-system

@@ -8,6 +8,7 @@
 //   ReseedBenchmarks useruptodate SEED DATA_DIR ITERATIONS
 //   ReseedBenchmarks userimport SEED DATA_DIR
 //   ReseedBenchmarks gunzip FILE.gz ROUNDS
+//   ReseedBenchmarks deltaprogress WORK_DIR ROWS ROUNDS
 import Foundation
 import GRDB
 import Reseed
@@ -253,6 +254,9 @@ do {
     case "userimport" where arguments.count == 3:
         let values = Array(arguments)
         try userTableImport(seed: URL(fileURLWithPath: values[1]), dataDirectory: URL(fileURLWithPath: values[2]))
+    case "deltaprogress" where arguments.count == 4:
+        let values = Array(arguments)
+        try deltaProgress(workDirectory: URL(fileURLWithPath: values[1]), rows: Int(values[2]) ?? 3000, rounds: Int(values[3]) ?? 9)
     case "gunzip" where arguments.count == 3:
         let values = Array(arguments)
         try gunzip(file: URL(fileURLWithPath: values[1]), rounds: Int(values[2]) ?? 5)

@@ -39,6 +39,9 @@ extension ReseedCommand {
         @Flag(help: "Print one JSON object on stdout.")
         var json = false
 
+        @Flag(help: "Show the download's and the install's progress on stderr even when it is not a terminal (on a terminal it is always shown).")
+        var progress = false
+
         @OptionGroup var logging: LoggingOptions
 
         func validate() throws {
@@ -62,19 +65,22 @@ extension ReseedCommand {
                 launcherConfiguration.preferencesURL = store.preferences.map(fileURL)
                 launcherConfiguration.logger = logging.logger("reseed")
                 launcherConfiguration.userStore = try user.userStore(project, store: store)
+                var configuration = ChannelUpdater.Configuration()
+                if progress || Terminal.stderrIsTerminal {
+                    let output = ProgressOutput()
+                    configuration.progress = { done, total in
+                        output.write("\rdownloading: \(Self.percent(done, of: total))% of \(total) bytes   " + (done == total ? "\n" : ""))
+                    }
+                    // A delta's copy, apply and content hash come as one scale (see `Launcher.Configuration.progress`).
+                    launcherConfiguration.progress = { done, total in
+                        output.write("\rinstalling: \(Self.percent(done, of: total))%   " + (done == total ? "\n" : ""))
+                    }
+                }
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),
                                         configuration: launcherConfiguration)
-                var configuration = ChannelUpdater.Configuration()
                 configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
                 configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
                 configuration.allowsDowngrade = allowDowngrade
-                if Terminal.stderrIsTerminal {
-                    let output = ProgressOutput()
-                    configuration.progress = { done, total in
-                        let percent = Int(Double(done) * 100 / Double(max(total, 1)))
-                        output.write("\rdownloading: \(percent)% of \(total) bytes   " + (done == total ? "\n" : ""))
-                    }
-                }
                 let channelURL = try self.channelURL()
                 let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
                                              launcher: launcher, configuration: configuration)
@@ -85,6 +91,10 @@ extension ReseedCommand {
                     try Terminal.out(Self.sentence(outcome, channel: channelURL))
                 }
             }
+        }
+
+        static func percent(_ done: Int64, of total: Int64) -> Int {
+            Int(Double(done) * 100 / Double(max(total, 1)))
         }
 
         static func sentence(_ outcome: ChannelUpdater.Outcome, channel: URL) -> String {

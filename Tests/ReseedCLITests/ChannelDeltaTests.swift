@@ -103,6 +103,53 @@ extension ChannelSandbox {
         #expect(launched.version == "1.1.0")
     }
 
+    @Test func aDeltaReportsItsCopyApplyAndContentHashOnOneScale() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, _) = try installedAndPublished(sandbox)
+        let events = Mutex<[(completed: Int64, total: Int64)]>([])
+        var configuration = Launcher.Configuration()
+        configuration.progress = { done, total in events.withLock { $0.append((done, total)) } }
+        let launcher = Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.dataDirectory, configuration: configuration)
+        let storeSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.size] as? Int)
+
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, launcher: launcher).update()
+        #expect(outcome.method == .delta)
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        let reported = events.withLock { $0 }
+        // One scale, three times the installed store's size: the copy, the apply and the hash each fill a third.
+        let third = Int64(storeSize)
+        #expect(reported.allSatisfy { $0.total == 3 * third }, "\(reported)")
+        #expect(zip(reported, reported.dropFirst()).allSatisfy { $0.completed < $1.completed }, "\(reported)")
+        #expect(reported.first?.completed == 0)
+        #expect(reported.last?.completed == 3 * third)
+        // Each phase reports, and ends at its third's end: the copy's last page, the delta's rows
+        // (of `item`, 6 deleted, 10 updated, 2 inserted, and `reseed_metadata`'s: a report after each list), every row hashed.
+        let completed = reported.map(\.completed)
+        for end in [third, 2 * third, 3 * third] { #expect(completed.contains(end), "\(end) in \(completed)") }
+        #expect(completed.filter { $0 > third && $0 < 2 * third }.count >= 2, "\(completed)")
+        // The hash of 3,000 rows reports every 1,024 rows, before the end.
+        #expect(completed.contains { $0 > 2 * third && $0 < 3 * third }, "\(completed)")
+    }
+
+    @Test func updateWithProgressShowsTheDeltaInstallOnStderr() throws {
+        let sandbox = try ChannelSandbox()
+        let keyFile = sandbox.directory.appending("channel.pub")
+        try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: keyFile)
+        let (bundled, _, _) = try installedAndPublished(sandbox)
+        let update = try ReseedBinary.run([
+            "update", "--channel", sandbox.server.url.absoluteString, "--public-key", keyFile.path,
+            "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--timeout", "120", "--progress",
+        ])
+        #expect(update.status == 0, "\(update.stderr)")
+        #expect(update.stdout.contains(" with a delta: "), "\(update.stdout)")
+        let lines = update.stderr.split(separator: "\n").map { $0.split(separator: "\r").last.map(String.init) ?? "" }
+        #expect(lines.count == 2, "\(update.stderr)")
+        #expect(lines.first?.hasPrefix("downloading: 100% of ") == true, "\(update.stderr)")
+        #expect(lines.last?.hasPrefix("installing: 100%") == true, "\(update.stderr)")
+        // The install line moved through the copy, the apply and the hash before it ended.
+        #expect(update.stderr.components(separatedBy: "\rinstalling: ").count > 3, "\(update.stderr)")
+    }
+
     @Test func aTamperedDeltaFallsBackToTheFullSeed() async throws {
         let sandbox = try ChannelSandbox()
         let (bundled, offered, published) = try installedAndPublished(sandbox)

@@ -13,17 +13,23 @@ extension Installation {
     /// The copy has the store's temp name, so the install's own clean-up removes what a crash left;
     /// the swap renames it into place: the seed is written once.
     ///
+    /// `progress` hears of the copy, the apply and the content hash on one scale (see ``DeltaProgress``).
+    ///
     /// - Throws: ``ReseedError`` at step ``ReseedError/Step/applyDelta`` (``ReseedError/Code/deltaMismatch``,
     ///   ``ReseedError/Code/invalidDelta``, ``ReseedError/Code/verificationFailed`` for another
     ///   content hash) or ``ReseedError/Step/verify``; `temporary` and its journal are removed.
-    func applyDelta(_ deltaPath: String, into temporary: String) throws(ReseedError) {
+    func applyDelta(_ deltaPath: String, into temporary: String, progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(ReseedError) {
         let path = directory.path(temporary)
         guard let expected = manifest.contentHash else {
             throw ReseedError(.invalidManifest, step: .applyDelta, path: deltaPath, message: "the channel states no content hash for the delta's result")
         }
         do throws(ReseedError) {
-            try copyInstalledStore(into: temporary)
-            _ = try SeedDelta.apply(deltaPath: deltaPath, to: path, expectedContentHash: expected)
+            let scale = try copyInstalledStore(into: temporary, progress: progress)
+            _ = try SeedDelta.apply(
+                deltaPath: deltaPath, to: path, expectedContentHash: expected,
+                rowsApplied: scale.map { scale in { scale.report(.apply, $0, of: $1) } },
+                rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } })
+            scale?.report(.hash, 1, of: 1)
             try during(.applyDelta, path: path) { try directory.syncFile(temporary) }
             let bytes = try during(.verify, path: path) { () throws -> [UInt8] in
                 let file = try FileSystem.openRegularFile(path)
@@ -47,7 +53,13 @@ extension Installation {
     ///
     /// The store is read only when it is a regular file (`lstat`): SQLite opens it by its path, and
     /// would wait forever on a FIFO, holding the store's lock.
-    private func copyInstalledStore(into name: String) throws(ReseedError) {
+    ///
+    /// With `progress`, the copy goes a step of 1 MiB at a time in one read transaction of the
+    /// store (a snapshot the steps all read), reported after each step; the scale it returns goes
+    /// on with the apply and the content hash.
+    private func copyInstalledStore(
+        into name: String, progress report: (@Sendable (Int64, Int64) -> Void)?
+    ) throws(ReseedError) -> DeltaProgress? {
         let status = try during(.applyDelta, path: storePath) { try directory.status(storeName) }
         let kind = status?.kind
         guard kind == .regular else {
@@ -60,6 +72,8 @@ extension Installation {
             throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath, message:
                 "the store is \(size) bytes, far more than the \(manifest.size)-byte seed: the app has written to it; no delta starts from it")
         }
+        let progress = report.map { DeltaProgress(report: $0, storeSize: status?.size ?? 0) }
+        progress?.report(.copy, 0, of: 1)
         let path = directory.path(name)
         try during(.applyDelta, path: path) {
             try directory.createExclusive(name).close()
@@ -72,8 +86,54 @@ extension Installation {
             unsynced.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
             let copy = try DatabaseQueue(path: path, configuration: unsynced)
             defer { try? copy.close() }
-            try source.backup(to: copy)
+            if let progress {
+                try source.read { sourceDB in
+                    // Taking the read lock now: every step then copies the same snapshot, never restarted by a writer.
+                    _ = try Int.fetchOne(sourceDB, sql: "SELECT count(*) FROM sqlite_schema")
+                    let pageSize = try Int.fetchOne(sourceDB, sql: "PRAGMA page_size") ?? 4096
+                    try copy.writeWithoutTransaction { copyDB in
+                        try sourceDB.backup(to: copyDB, pagesPerStep: CInt(max(1, (1 << 20) / max(pageSize, 512)))) { step in
+                            progress.report(.copy, Int64(step.completedPageCount), of: Int64(step.totalPageCount))
+                        }
+                    }
+                }
+            } else {
+                try source.backup(to: copy)
+            }
             try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
         }
+        return progress
+    }
+}
+
+/// A delta install's progress as one (completed, total) scale, for a callback that knows nothing of
+/// phases: the total is three times the installed store's size in bytes, and the copy (pages copied),
+/// the apply (rows applied, against the rows the delta lists) and the content hash (rows hashed,
+/// against the result's rows) each fill a third, in that order. Reports never go back, and the last
+/// is the total.
+///
+/// Used on the one thread that installs, hence a class with no lock.
+final class DeltaProgress {
+    enum Phase: Int64 {
+        case copy = 0, apply, hash
+    }
+
+    private let report: @Sendable (Int64, Int64) -> Void
+    /// A third of the scale: the installed store's size, at least 1.
+    private let third: Int64
+    private var reported: Int64 = -1
+
+    init(report: @escaping @Sendable (Int64, Int64) -> Void, storeSize: Int64) {
+        self.report = report
+        self.third = max(storeSize, 1)
+    }
+
+    /// Reports `done` of `total` in `phase`, unless it would not move the scale forward.
+    func report(_ phase: Phase, _ done: Int64, of total: Int64) {
+        let fraction = total <= 0 ? 1 : Double(min(max(done, 0), total)) / Double(total)
+        let completed = phase.rawValue * third + Int64((Double(third) * fraction).rounded(.down))
+        guard completed > reported else { return }
+        reported = completed
+        report(completed, 3 * third)
     }
 }

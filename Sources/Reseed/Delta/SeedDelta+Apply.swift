@@ -91,10 +91,17 @@ extension SeedDelta {
         var header: Header
         var deltaPath: String
         var targetPath: String
+        /// Called with (rows applied, rows the header lists) after each chunk of a row list.
+        var progress: ((Int64, Int64) -> Void)?
 
         private static let delta = Names.attached
+        /// The rows of a list one statement applies when progress is reported; without it, a list is one statement.
+        static let rowsPerStep = 1024
 
         func run() throws {
+            let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted })
+            var applied: Int64 = 0
+            progress?(0, total)
             let targetTables = Dictionary(
                 try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             var changedVirtual: [ContentTables.Table] = []
@@ -114,7 +121,10 @@ extension SeedDelta {
                 }
                 // Deletes first, so that an inserted row may take a deleted row's key or unique value.
                 for list in Names.List.allCases where table.count(list) > 0 {
-                    try apply(list, of: table, shape: shape)
+                    try apply(list, of: table, shape: shape) { rows in
+                        applied += Int64(rows)
+                        progress?(min(applied, total), total)
+                    }
                 }
             }
             // A module's own check of the index it kept: the content hash reads rows, not the index.
@@ -159,33 +169,52 @@ extension SeedDelta {
             }
         }
 
-        /// Runs the one statement of a row list and checks that it touched exactly its rows.
-        private func apply(_ list: Names.List, of table: Header.Table, shape: TableShape) throws {
+        /// Runs the statement of a row list (once per chunk of ``rowsPerStep`` rows, in rowid order,
+        /// when progress is reported) and checks that it touched exactly its rows; `step` hears of the
+        /// rows each statement touched.
+        private func apply(_ list: Names.List, of table: Header.Table, shape: TableShape, step: (Int) -> Void) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
             let target = "main.\(shape.name.quotedIdentifier)"
             let keys = Names.keys(shape.key.count)
             let values = Names.values(shape.values.count)
+            // A chunk is the rows whose rowid is in (?, ?]: the list's rowids need not be dense.
+            let chunk = progress == nil ? "" : " WHERE rowid > ? AND rowid <= ?"
             let sql: String
             switch list {
             case .deleted:
                 let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
-                sql = "DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source))"
+                sql = "DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source)\(chunk))"
             case .updated:
                 let assignments = shape.values.enumerated().map { offset, column in
                     let quoted = column.quotedIdentifier
                     return "\(quoted) = CASE WHEN substr(d.\(Names.changed), \(offset + 1), 1) = '1' THEN d.\(values[offset]) ELSE t.\(quoted) END"
                 }
                 let match = zip(shape.key, keys).map { "t.\($0.quotedIdentifier) = d.\($1)" }
-                sql = "UPDATE OR ABORT \(target) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) AS d WHERE \(match.joined(separator: " AND "))"
+                let rows = progress == nil ? source : "(SELECT * FROM \(source)\(chunk))"
+                sql = "UPDATE OR ABORT \(target) AS t SET \(assignments.joined(separator: ", ")) FROM \(rows) AS d WHERE \(match.joined(separator: " AND "))"
             case .inserted:
-                sql = "INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source) ORDER BY rowid"
+                sql = "INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source)\(chunk) ORDER BY rowid"
             }
+            var changed = 0
             do {
-                try db.execute(sql: sql)
+                if progress == nil {
+                    try db.execute(sql: sql)
+                    changed = db.changesCount
+                    step(changed)
+                } else {
+                    let statement = try db.makeStatement(sql: sql)
+                    var last = Int64.min
+                    let next = "SELECT max(rowid) FROM (SELECT rowid FROM \(source) WHERE rowid > ? ORDER BY rowid LIMIT \(Self.rowsPerStep))"
+                    while let upper = try Int64.fetchOne(db, sql: next, arguments: [last]) {
+                        try statement.execute(arguments: [last, upper])
+                        changed += db.changesCount
+                        step(db.changesCount)
+                        last = upper
+                    }
+                }
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw mismatch(list, table, "SQLite refused a row (\(error.message ?? "constraint failed"))", error)
             }
-            let changed = db.changesCount
             guard changed == table.count(list) else {
                 let verb = list == .deleted ? "deleted" : "updated"
                 throw mismatch(list, table, "\(changed) row(s) \(verb) of \(table.count(list)): the seed lacks rows the delta \(list == .deleted ? "deletes" : "updates")", nil)

@@ -103,6 +103,11 @@ package enum SeedDelta {
     /// All SQL is made from the target's own schema; the delta's tables must have the columns the
     /// format expects for each table and as many rows as its header says.
     ///
+    /// `rowsApplied` hears of the apply as (rows applied, rows the header lists), `rowsHashed` of the
+    /// content hash as (rows hashed, rows of the result): each call at most every few thousand
+    /// rows, the last one with the total. With `rowsApplied`, each row list is applied in chunks of
+    /// ``DeltaApplier/rowsPerStep`` rows, in the same transaction and the same order.
+    ///
     /// - Returns: the header and the content hash reached (equal to `expectedContentHash`).
     /// - Throws: ``ReseedError`` (step ``ReseedError/Step/applyDelta``), the target left as it was:
     ///   ``ReseedError/Code/invalidDelta`` for a malformed delta or one of an unknown format;
@@ -111,7 +116,10 @@ package enum SeedDelta {
     ///   ``ReseedError/Code/verificationFailed`` when the delta leads elsewhere than
     ///   `expectedContentHash` or the result hashes otherwise (the message names both hashes);
     ///   ``ReseedError/Code/database`` when SQLite fails.
-    package static func apply(deltaPath: String, to targetPath: String, expectedContentHash: String) throws(ReseedError) -> Applied {
+    package static func apply(
+        deltaPath: String, to targetPath: String, expectedContentHash: String,
+        rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil
+    ) throws(ReseedError) -> Applied {
         var configuration = Configuration()
         configuration.label = "reseed.applyDelta"
         configuration.foreignKeysEnabled = false
@@ -137,8 +145,8 @@ package enum SeedDelta {
                 }
                 var reached = ""
                 try db.inTransaction(.immediate) {
-                    try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath).run()
-                    reached = try SeedContentHash.compute(db: db)
+                    try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath, progress: rowsApplied).run()
+                    reached = try SeedContentHash.compute(db: db, progress: rowsHashed)
                     guard reached == expectedContentHash else {
                         throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath, message:
                             "the delta applied yields content hash \(reached), not the expected \(expectedContentHash); rolled back")

@@ -86,7 +86,8 @@ struct InstallPipeline: Sendable {
     /// Clean, check the free space, copy, verify and check the user store: a verified temp file beside the store, or
     /// nothing made and this throws.
     ///
-    /// `progress` hears of the copy as (bytes copied, total bytes).
+    /// `progress` hears of the copy as (bytes copied, total bytes); of a delta's copy, apply and
+    /// content hash on one scale (``DeltaProgress``).
     func stage(progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(Failure) -> Staged {
         let storeName = installation.storeName
         let removedLeftovers = try Self.during(.clean) { () throws(ReseedError) in
@@ -103,7 +104,7 @@ struct InstallPipeline: Sendable {
         do throws(ReseedError) {
             switch source {
             case .seed: try installation.copyAndVerify(into: temporary, progress: progress)
-            case .delta(let deltaPath): try installation.applyDelta(deltaPath, into: temporary)
+            case .delta(let deltaPath): try installation.applyDelta(deltaPath, into: temporary, progress: progress)
             }
         } catch {
             throw Failure(stage: error.step == .verify || error.code == .verificationFailed ? .verify : .copy, error: error)

@@ -22,7 +22,8 @@ extension LiveStore {
     public enum Event: Sendable {
         /// The store is about to be replaced by `notice.version`: drop what you hold, then call `notice.release()`.
         case willReplace(ReplaceNotice)
-        /// Bytes of the new seed copied so far, of its total.
+        /// Bytes of the new seed copied so far, of its total; for a channel's delta, its copy, apply and
+        /// content hash on one scale (see ``Launcher/Configuration/progress``).
         case progress(completed: Int64, total: Int64)
         /// The new store is open at `version`.
         case replaced(version: String, previousVersion: String?)

@@ -45,17 +45,28 @@ public enum SeedContentHash {
     ///
     /// - Throws: GRDB's `DatabaseError` when SQLite fails to read the schema or a table.
     public static func compute(db: Database) throws -> String {
+        try compute(db: db, progress: nil)
+    }
+
+    /// Hashes as ``compute(db:)`` does, calling `progress` with (rows hashed, rows in all content
+    /// tables): after every ``rowsPerProgress`` rows and at the end of each table, so the last call
+    /// has the total. The rows are counted first, only when `progress` is given; the hash is the same.
+    static func compute(db: Database, progress: ((_ hashed: Int64, _ total: Int64) -> Void)?) throws -> String {
         var hasher = ContentHasher()
         if db.isInsideTransaction {
-            try hash(db, into: &hasher)
+            try hash(db, into: &hasher, progress: progress)
         } else {
             try db.inTransaction(.deferred) {
-                try hash(db, into: &hasher)
+                try hash(db, into: &hasher, progress: progress)
                 return .commit
             }
         }
         return hasher.finalize()
     }
+
+    /// How many rows are hashed between two calls of a progress closure: a power of two, so the
+    /// hot loop tests a mask.
+    static let rowsPerProgress: Int64 = 1 << 10
 
     /// One entry of `sqlite_schema`.
     package struct SchemaObject: Equatable {
@@ -65,7 +76,7 @@ public enum SeedContentHash {
         var sql: String?
     }
 
-    private static func hash(_ db: Database, into hasher: inout ContentHasher) throws {
+    private static func hash(_ db: Database, into hasher: inout ContentHasher, progress: ((Int64, Int64) -> Void)?) throws {
         let content = try ContentTables.read(db)
         hasher.text(Array("reseed-content-hash".utf8))
         // Version 2 reads FTS and R-tree tables through their module (see `ContentTables`); a
@@ -85,9 +96,32 @@ public enum SeedContentHash {
 
         // In the order of the names, as version 1 hashed its tables.
         let tables = content.tables.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-        for table in tables {
-            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher)
+        var counter: RowCounter?
+        if let progress {
+            var total: Int64 = 0
+            for table in tables {
+                total += try Int64.fetchOne(db, sql: "SELECT count(*) FROM main.\(table.name.quotedIdentifier)") ?? 0
+            }
+            counter = RowCounter(total: total, report: progress)
         }
+        for table in tables {
+            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher, counter: &counter)
+        }
+    }
+
+    /// Rows hashed so far, against the rows counted before hashing.
+    private struct RowCounter {
+        var total: Int64
+        var report: (Int64, Int64) -> Void
+        var hashed: Int64 = 0
+
+        mutating func row() {
+            hashed += 1
+            if hashed & (SeedContentHash.rowsPerProgress - 1) == 0 { reportNow() }
+        }
+
+        /// Reported whatever the count (at the end of a table), never past the total.
+        func reportNow() { report(min(hashed, total), total) }
     }
 
     /// The schema objects that are content: every table, index, view and trigger of the database
@@ -105,7 +139,9 @@ public enum SeedContentHash {
     }
 
     /// One table: its name, whether rows carry their rowid, its column count, then each row, then an end mark.
-    private static func hashRows(of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher) throws {
+    private static func hashRows(
+        of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher, counter: inout RowCounter?
+    ) throws {
         let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedIdentifier))")
         // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.
         let stored = columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }
@@ -142,9 +178,11 @@ public enum SeedContentHash {
             }
             hasher.mark(.row)
             for index in 0..<count { hasher.value(raw, index) }
+            counter?.row()
         }
         sqlite3_reset(raw)
         hasher.mark(.endOfTable)
+        counter?.reportNow()
     }
 }
 

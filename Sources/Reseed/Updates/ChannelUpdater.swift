@@ -48,7 +48,11 @@ public struct ChannelUpdater: Sendable {
         /// record it, or as the store file records it in its metadata), or whose version
         /// cannot be ordered by SemVer. Default false: such an offer is refused.
         public var allowsDowngrade = false
-        /// Called while the seed downloads with (bytes in the file, total bytes). Default nil.
+        /// Called while the seed or its delta downloads with (bytes in the file, total bytes). Default nil.
+        ///
+        /// The install that follows reports through the launcher's ``Launcher/Configuration/progress``
+        /// (or a live store's ``LiveStore/Event/progress(completed:total:)``): for a delta, its copy,
+        /// apply and content hash on one scale (see <doc:UpdatingFromAChannel>).
         public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
 
         /// The defaults.
