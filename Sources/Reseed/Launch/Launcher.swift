@@ -134,11 +134,10 @@ public struct Launcher: Sendable {
 
     private func prepare(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
         let seed = try Seed(at: seedURL)
-        let lock = try lockStore(seed.manifest)
-        defer { lock.lock.release() }
+        let locked = try lockedInstallation(of: seed, source: .bundle)
+        defer { locked.lock.release() }
         do {
-            return try Installation(launcher: self, seed: seed, directory: lock.directory, preferences: preferences)
-                .run(forcing: forcedReason)
+            return try locked.installation.run(forcing: forcedReason)
         } catch {
             throw error.error
         }
@@ -189,6 +188,13 @@ public struct Launcher: Sendable {
     /// - Throws: ``ReseedError/Code/lockTimeout`` when another holder keeps it past ``Configuration/lockTimeout``.
     func lockStore(_ manifest: SeedManifest) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
         try lockStore(named: manifest.name)
+    }
+
+    /// Step 1 for `seed`'s store, and the install's facts in the locked data directory: what a
+    /// launch, an update of a closed store and a live replace each start the pipeline with.
+    func lockedInstallation(of seed: Seed, source: SeedSource) throws(ReseedError) -> (installation: Installation, lock: StoreLock) {
+        let locked = try lockStore(seed.manifest)
+        return (Installation(launcher: self, seed: seed, directory: locked.directory, preferences: preferences, source: source), locked.lock)
     }
 
     /// Step 1 for the store called `name`.

@@ -127,19 +127,18 @@ extension LiveStore {
     private static func stage(
         _ seed: Seed, from source: InstallPipeline.Source, launcher: Launcher, progress: @escaping @Sendable (Int64, Int64) -> Void
     ) throws(InstallPipeline.Failure) -> PreparedCopy {
-        let locked = try InstallPipeline.during(.prepare) { () throws(ReseedError) in try launcher.lockStore(seed.manifest) }
+        let locked = try InstallPipeline.during(.prepare) { () throws(ReseedError) in try launcher.lockedInstallation(of: seed, source: .download) }
+        let directory = locked.installation.directory
         do throws(InstallPipeline.Failure) {
-            let installation = Installation(
-                launcher: launcher, seed: seed, directory: locked.directory, preferences: launcher.preferences, source: .download)
-            let pipeline = InstallPipeline(installation: installation, source: source)
+            let pipeline = InstallPipeline(installation: locked.installation, source: source)
             let staged = try pipeline.stage(progress: progress)
             do throws(InstallPipeline.Failure) {
                 // With a user store the seed is only ever attached read-only: it keeps its rollback journal.
                 if launcher.configuration.userStore == nil {
-                    try InstallPipeline.during(.verify) { () throws(ReseedError) in try switchToWAL(staged.temporary, in: locked.directory) }
+                    try InstallPipeline.during(.verify) { () throws(ReseedError) in try switchToWAL(staged.temporary, in: directory) }
                 }
             } catch {
-                _ = try? locked.directory.remove(staged.temporary)
+                _ = try? directory.remove(staged.temporary)
                 throw error
             }
             return PreparedCopy(lock: locked.lock, pipeline: pipeline, staged: staged)

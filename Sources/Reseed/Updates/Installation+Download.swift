@@ -17,9 +17,8 @@ extension Launcher {
     func installDownloaded(_ seed: Seed, expecting expected: String?, from source: InstallPipeline.Source = .seed)
         throws(InstallPipeline.Failure) -> LaunchOutcome
     {
-        let locked = try InstallPipeline.during(.prepare) { () throws(ReseedError) in try lockStore(seed.manifest) }
+        let locked = try InstallPipeline.during(.prepare) { () throws(ReseedError) in try lockedInstallation(of: seed, source: .download) }
         defer { locked.lock.release() }
-        return try Installation(launcher: self, seed: seed, directory: locked.directory, preferences: preferences, source: .download)
-            .run(forcing: nil, expecting: .some(expected), from: source)
+        return try locked.installation.run(forcing: nil, expecting: .some(expected), from: source)
     }
 }
