@@ -13,7 +13,7 @@ package enum CodecFailure: Error, Sendable, Equatable, CustomStringConvertible {
 
     package var description: String {
         switch self {
-        case .io(let errno): "read or write failed: \(errno)"
+        case .io(let errno): "read or write failed: \(errno.phrase)"
         case .invalid(let reason): "not a valid compressed stream: \(reason)"
         case .tooLong(let limit): "the stream decompresses to more than \(limit) bytes; decompression stopped there"
         case .library(let code, let message): "the compression library failed (\(code)): \(message)"
