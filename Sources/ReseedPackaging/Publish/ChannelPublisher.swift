@@ -46,6 +46,8 @@ public struct ChannelPublisher: Sendable {
         public var compressedURL: URL
         /// The earlier versions for which no delta was published, with the reason.
         public var skippedDeltas: [(fromVersion: String, reason: String)] = []
+        /// What each published delta carries, by the version it starts from, in the order of the manifest's deltas.
+        public var deltaContents: [(fromVersion: String, built: SeedDeltaBuilder.Built)] = []
     }
 
     /// The channel folder, created when missing.
@@ -99,9 +101,12 @@ public struct ChannelPublisher: Sendable {
         manifest.contentHash = try checkContentHash(of: file, seed: seed, in: directory)
         if compresses { manifest.compressed = try publishCompressed(of: directory.path(file), as: compressedFile, in: directory) }
         var skipped: [(fromVersion: String, reason: String)] = []
+        var contents: [(fromVersion: String, built: SeedDeltaBuilder.Built)] = []
         for release in earlier.prefix(deltas) {
             switch try publishDelta(from: release, to: manifest, in: directory) {
-            case .success(let delta): manifest.deltas.append(delta)
+            case .success(let (delta, built)):
+                manifest.deltas.append(delta)
+                contents.append((release.version, built))
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
         }
@@ -114,7 +119,7 @@ public struct ChannelPublisher: Sendable {
         return Result(
             manifest: manifest, seedURL: URL(fileURLWithPath: directory.path(file), isDirectory: false),
             manifestURL: URL(fileURLWithPath: directory.path(ChannelManifest.fileName), isDirectory: false), copied: copied,
-            compressedURL: URL(fileURLWithPath: directory.path(compressedFile), isDirectory: false), skippedDeltas: skipped)
+            compressedURL: URL(fileURLWithPath: directory.path(compressedFile), isDirectory: false), skippedDeltas: skipped, deltaContents: contents)
     }
 
     /// Step 1; returns false when the same bytes were already published under `file`.
