@@ -55,6 +55,14 @@ struct DeltaSchemaPlan {
         for object in oldObjects where object.type == "table" && newByName[object.name]?.type != "table" {
             plan.droppedTables.append(object.name)
         }
+        // An FTS table that reads its text from a table shipped whole or dropped is shipped whole too: changed row by
+        // row, its module would remove a row's old terms after the content table already holds the new text.
+        let rebuiltContent = Set(plan.wholeTables.filter { $0.value != .added }.keys.map { $0.lowercased() } + plan.droppedTables.map { $0.lowercased() })
+        for table in newContent.tables where table.kind == .virtual && plan.wholeTables[table.name] == nil {
+            if let sql = newRows[table.name]?.sql, mayReadContent(sql, from: rebuiltContent) {
+                plan.wholeTables[table.name] = .contentTableReplaced
+            }
+        }
         for name in plan.wholeTables.keys.sorted() + plan.droppedTables {
             let inNew = plan.wholeTables[name] != nil
             if let refusal = try unsupported(name, content: inNew ? newContent : oldContent, in: inNew ? new : old, db) { return .failure(refusal) }
@@ -96,6 +104,14 @@ struct DeltaSchemaPlan {
         plan.objects.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         guard plan.entries.count <= 10_000 else { return .failure(.init(reason: "the schema changes in more than 10000 objects")) }
         return .success(plan)
+    }
+
+    /// Whether the `CREATE VIRTUAL TABLE` statement `sql` has a `content` option and names one of `tables`
+    /// (lowercased); it errs on the side of yes, which only ships a table whole.
+    private static func mayReadContent(_ sql: String, from tables: Set<String>) -> Bool {
+        guard !tables.isEmpty, sql.lowercased().contains("content") else { return false }
+        let words = sql.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "$" || Int($0.unicodeScalars.first?.value ?? 0) >= 0x80) }
+        return words.contains { tables.contains(String($0)) }
     }
 
     /// `tbl_name` and `sql` of every entry of `sqlite_schema` of `schema`, by name.

@@ -19,15 +19,29 @@ extension SeedDeltaBuilder.TableCounts {
         case added
         /// Its `CREATE` statement changed.
         case definitionChanged
+        /// An FTS table whose content table is shipped whole or dropped: changed row by row, its index
+        /// would lose the wrong terms.
+        case contentTableReplaced
         /// The table is only in the old seed.
         case dropped
+
+        /// As the report says it: `added`, `definition changed`, `its content table is shipped whole`.
+        var phrase: String {
+            switch self {
+            case .rowsChanged: "rows changed"
+            case .added: "added"
+            case .definitionChanged: "definition changed"
+            case .contentTableReplaced: "its content table is shipped whole"
+            case .dropped: "dropped"
+            }
+        }
     }
 
     /// `item: 6 deleted, 10 updated, 2 inserted`, `genre: whole table, 12 rows (added)`, `legacy: dropped`.
     var line: String {
         switch carries {
         case .rows: "\(name): \(deleted) deleted, \(updated) updated, \(inserted) inserted"
-        case .wholeTable: "\(name): whole table, \(inserted) row\(inserted == 1 ? "" : "s") (\(reason == .added ? "added" : "definition changed"))"
+        case .wholeTable: "\(name): whole table, \(inserted) row\(inserted == 1 ? "" : "s") (\(reason.phrase))"
         case .drop: "\(name): dropped"
         }
     }
