@@ -31,6 +31,7 @@ import Testing
         Damage(label: "a trigger named otherwise", sql: setSQL(of: "item_named", to: "CREATE TRIGGER other AFTER INSERT ON item BEGIN SELECT 1; END")),
         Damage(label: "a trigger whose body drops a table", sql: setSQL(of: "item_named", to: "CREATE TRIGGER item_named AFTER INSERT ON item BEGIN DELETE FROM keep; END; DROP TABLE keep")),
         Damage(label: "a table created from a query", sql: setSQL(of: "tag", to: "CREATE TABLE tag AS SELECT id AS k, name AS v FROM item")),
+        Damage(label: "an index on another table than its entry says", sql: setSQL(of: "tag_v", to: "CREATE INDEX tag_v ON keep (id)")),
         Damage(label: "a view in place of the index", sql: setSQL(of: "tag_v", to: "CREATE VIEW tag_v AS SELECT 1")),
         Damage(label: "a temporary trigger", sql: setSQL(of: "item_named", to: "CREATE TEMP TRIGGER item_named AFTER INSERT ON item BEGIN SELECT 1; END")),
         Damage(label: "a comment hiding the kind", sql: setSQL(of: "tag", to: "CREATE /* VIRTUAL */ TABLE tag (k TEXT PRIMARY KEY, v)")),
