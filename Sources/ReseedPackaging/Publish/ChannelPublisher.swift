@@ -15,8 +15,8 @@ import SystemPackage
 ///    same seed always gives the same bytes), and for each of the last ``deltas`` releases the
 ///    channel offered (read from the `channel.json` being replaced, and its list of deltas) whose
 ///    seed file is still in the folder, a row-level delta from it is built, checked by applying it,
-///    and compressed as `<name>-<version>.from-<earlier>.delta.gz`; a delta that cannot express the
-///    change (a schema change), or weighs more than half the compressed seed, is not published;
+///    and compressed as `<name>-<version>.from-<earlier>.delta.gz` (format 2 across a schema change);
+///    a delta that cannot express the change, or weighs more than half the compressed seed, is not published;
 /// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync);
 /// 3. then `channel.json` the same way.
 ///
