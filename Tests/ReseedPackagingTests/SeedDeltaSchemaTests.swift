@@ -196,3 +196,40 @@ extension SeedDeltaSchemaTests {
         #expect(try queue.read { try Int.fetchAll($0, sql: "SELECT rowid FROM item_text WHERE item_text MATCH 'plum'") } == [2])
     }
 }
+
+extension SeedDeltaSchemaTests {
+    /// Shaped like the issue's geodesy pair: 36 tables become 38 (two added, one redefined), every
+    /// trigger rewritten, rows changed in 26 tables; the rest goes row by row.
+    @Test func aReleaseShapedLikeTheGeodesyPairRoundTrips() throws {
+        func tables(_ generation: Int) -> String {
+            (0..<36).map { index in
+                let columns = generation > 0 && index == 5 ? "code TEXT NOT NULL, value REAL, unit TEXT, source TEXT" : "code TEXT NOT NULL, value REAL, unit TEXT"
+                let trigger = index % 3 == 0
+                    ? "; CREATE TRIGGER t\(index)_check BEFORE INSERT ON t\(index) WHEN new.value < \(generation == 0 ? "0" : "-1") BEGIN SELECT RAISE(ABORT, 'negative \(generation)'); END"
+                    : ""
+                return "CREATE TABLE t\(index) (id INTEGER PRIMARY KEY, \(columns)); CREATE INDEX t\(index)_code ON t\(index) (code)\(trigger)"
+            }.joined(separator: "; ")
+                + (generation > 0 ? "; CREATE TABLE datum (id INTEGER PRIMARY KEY, name TEXT NOT NULL); CREATE TABLE datum_alias (alias TEXT PRIMARY KEY, datum_id INTEGER) WITHOUT ROWID" : "")
+        }
+        func rows(_ generation: Int) -> String {
+            (0..<36).map { index in
+                let changed = generation > 0 && index < 26
+                let extra = generation > 0 && index == 5 ? ", 'epsg'" : ""
+                return """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+                    INSERT INTO t\(index) SELECT i, 'C' || i, i * \(index + 1) * 0.5\(changed ? " + (i % 50 = \(index % 50)) * 0.25" : ""), 'm'\(extra) FROM n
+                    WHERE \(changed ? "i <> \(index + 3)" : "1")
+                    """ + (changed ? "; INSERT INTO t\(index) VALUES (1000, 'new', 1.0, 'km'\(extra))" : "")
+            }.joined(separator: "; ")
+                + (generation > 0 ? "; INSERT INTO datum VALUES (1, 'WGS 84'), (2, 'ETRS89'); INSERT INTO datum_alias VALUES ('wgs84', 1)" : "")
+        }
+        let sandbox = try DeltaSandbox(schema: tables(0), old: rows(0), new: rows(1), newSchema: tables(1))
+        let built = try #require(try sandbox.roundTrip())
+        #expect(built.format == 2)
+        let byCarry = Dictionary(grouping: built.tables, by: \.carries).mapValues { $0.map(\.name).sorted() }
+        #expect(byCarry[.wholeTable] == ["datum", "datum_alias", "t5"])
+        #expect(byCarry[.rows]?.count == 25)
+        #expect(built.schemaObjects.filter { $0.type == "trigger" }.count == 12)
+        #expect(built.schemaObjects.contains(.init(type: "index", name: "t5_code", change: .recreated)))
+    }
+}
