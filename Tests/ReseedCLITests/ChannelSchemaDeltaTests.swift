@@ -89,5 +89,13 @@ import Testing
         #expect(publish.stdout.contains(" bytes, with schema changes)\n    item: 0 deleted, 10 updated, 0 inserted\n"), "\(publish.stdout)")
         #expect(publish.stdout.contains("\n    shelf: whole table, 2 rows (added)\n"), "\(publish.stdout)")
         #expect(publish.stdout.contains("\n    trigger item_guard: replaced"), "\(publish.stdout)")
+        // Published again: the same delta, now as JSON, keeps its keys and adds what it carries.
+        let again = try ReseedBinary.run(["publish", new.manifestURL.path, "--channel", channel, "--private-key", key, "--json"])
+        let published = try #require((try jsonObject(again.stdout)["deltas"] as? [[String: Any]])?.first, "\(again.stdout)")
+        #expect(Set(published.keys).isSuperset(of: ["fromVersion", "fromContentHash", "file", "size", "format", "tables", "schemaObjects"]))
+        #expect((published["format"] as? NSNumber)?.intValue == 2)
+        let shelfEntry = (published["tables"] as? [[String: Any]])?.first { $0["name"] as? String == "shelf" }
+        #expect(shelfEntry?["carries"] as? String == "wholeTable")
+        #expect((published["schemaObjects"] as? [[String: Any]])?.count == 2)
     }
 }
