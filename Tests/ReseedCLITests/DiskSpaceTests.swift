@@ -84,7 +84,7 @@ import Testing
         let before = try snapshot(sandbox)
         let needed = offered.manifest.size + DiskSpace.install(seedSize: offered.manifest.size)
         var updater = sandbox.updater(bundled)
-        updater = ChannelUpdater(channel: updater.channelURL, publicKey: updater.publicKey,
+        updater = ChannelUpdater(channel: updater.channelURL, publicKeys: updater.publicKeys,
                                  launcher: launcher(bundled, in: sandbox, available: needed - 1).0, configuration: updater.configuration)
 
         let error = try await #require(throws: ReseedError.self) { try await updater.update() }
