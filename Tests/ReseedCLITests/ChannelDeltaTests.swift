@@ -93,7 +93,7 @@ extension ChannelSandbox {
         #expect(outcome.fromContentHash == bundled.manifest.contentHash)
         #expect(outcome.deltaFailure == nil)
         #expect(outcome.downloadedBytes == delta.file.size)
-        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + delta.file.file])
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/" + delta.file.file])
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recorded() == ("1.1.0", .download))
@@ -245,7 +245,7 @@ extension ChannelSandbox {
         // The full seed travels compressed; the install decompresses it and checks the database's SHA-256.
         #expect(outcome.downloadedBytes == compressed.size)
         #expect(compressed.size * 2 < offered.manifest.size)
-        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + compressed.file])
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/" + compressed.file])
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 

@@ -80,20 +80,26 @@ extension ChannelUpdater {
     /// The largest signature file read: a base64 Ed25519 signature is 88 characters.
     static let maximumSignatureSize = 1024
 
-    /// Fetches `channel.json` (conditionally, when `conditional` is given) and its signature, and
-    /// finds the key that signed it among `trusted` (see ``ChannelTrust``); a pair that does not
-    /// verify is fetched once more, unconditionally, since a publish replaces the signature just
-    /// before the manifest.
+    /// Fetches `channel.json` (conditionally, when `conditional` is given) and its signature, then
+    /// the channel's `keys.json` (``fetchTrust(recorded:)``), and finds the key that signed the
+    /// manifest (see ``ChannelTrust``); a pair that does not verify is fetched once more,
+    /// unconditionally, since a publish replaces the signature just before the manifest.
     ///
-    /// - Returns: nil when the channel answered `304 Not Modified`.
-    func fetchSignedManifest(conditional: ChannelValidators?, trusted: ChannelTrust) async throws(ReseedError) -> SignedManifest? {
+    /// - Returns: nil when the channel answered `304 Not Modified`: one request, as before channel trust.
+    func fetchSignedManifest(conditional: ChannelValidators?, recorded: ChannelValidators?)
+        async throws(ReseedError) -> (manifest: SignedManifest, trust: ChannelTrust)?
+    {
         var refusal: ReseedError?
+        var trust: ChannelTrust?
         for attempt in 1...2 {
             guard let pair = try await fetchPair(conditional: attempt == 1 ? conditional : nil) else { return nil }
+            let trusted: ChannelTrust
+            if let trust { trusted = trust } else { trusted = try await fetchTrust(recorded: recorded) }
+            trust = trusted
             switch trusted.signer(of: pair.manifest, signature: pair.signature, url: pair.url, allowance: configuration.clockSkew) {
             case .success(let signer):
                 let manifest = try ChannelManifest.decode(pair.manifest, source: pair.url.absoluteString)
-                return SignedManifest(manifest: manifest, url: pair.url, etag: pair.etag, lastModified: pair.lastModified, signer: signer)
+                return (SignedManifest(manifest: manifest, url: pair.url, etag: pair.etag, lastModified: pair.lastModified, signer: signer), trusted)
             case .failure(let error):
                 refusal = error
             }

@@ -194,26 +194,17 @@ public struct ChannelUpdater: Sendable {
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
-        let trust = try await fetchTrust(recorded: context.validators)
-        // Root removed the key that signed the installed release: it loses its standing.
-        if let signer = recorded?.signedBy, trust.keys?.isRevoked(signer) == true { outcome.revokedKeyID = signer }
-        let conditional = outcome.revokedKeyID == nil ? recorded : nil
-        guard let fetched = try await fetchSignedManifest(conditional: conditional, trusted: trust) else {
+        guard let (fetched, trust) = try await fetchSignedManifest(conditional: recorded, recorded: context.validators) else {
             logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
             // A 304 does not make the manifest it stands for any younger.
             if let expires = recorded?.expires.flatMap(RFC3339.date) { try checkExpiry(expires, url: channelURL.appendingPathComponent(ChannelManifest.fileName)) }
             outcome.notModified = true
             // The channel still offers what the store holds: what an update cut short after its install left is worthless.
-            try await offload { () throws(ReseedError) in
-                SeedDownload.removeAll(store: context.name, in: context.directory)
-                if let recorded, let keys = trust.keys, recorded.keysVersion != keys.version {
-                    var updated = recorded
-                    updated.keysVersion = keys.version
-                    try self.record(updated, in: context)
-                }
-            }
+            await offload { SeedDownload.removeAll(store: context.name, in: context.directory) }
             return outcome
         }
+        // Root removed the key that signed the installed release: it loses its standing.
+        if let signer = recorded?.signedBy, trust.keys?.isRevoked(signer) == true { outcome.revokedKeyID = signer }
         let manifest = fetched.manifest
         if let expires = manifest.expires {
             try checkExpiry(expires, url: fetched.url)
@@ -397,11 +388,6 @@ public struct ChannelUpdater: Sendable {
             url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: fetched.manifest.version,
             signedBy: fetched.signer, expires: fetched.manifest.expires.map(RFC3339.string),
             keysVersion: trust.keys.map { max($0.version, highest ?? 0) } ?? highest)
-        try record(validators, in: context)
-    }
-
-    /// Writes `validators` into the store's entry unless it holds them already.
-    private func record(_ validators: ChannelValidators, in context: Context) throws(ReseedError) {
         guard validators != context.validators else { return }
         _ = try context.launcher.preferences.record(
             [.channel(validators)], for: context.name,
