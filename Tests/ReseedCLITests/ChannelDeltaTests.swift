@@ -350,9 +350,11 @@ extension ChannelSandbox {
         let first = try ChannelSandbox()
         let second = try ChannelSandbox()
         for sandbox in [first, second] {
-            // Same key: the signatures (Ed25519, deterministic) must match too.
-            try ChannelPublisher(channel: sandbox.channel, privateKey: first.key).publish(try first.release("1.0.0", generation: 0))
-            try ChannelPublisher(channel: sandbox.channel, privateKey: first.key).publish(try first.release("1.1.0", generation: 1))
+            // Same key and expiry: the signatures (Ed25519, deterministic) must match too.
+            var publisher = ChannelPublisher(channel: sandbox.channel, privateKey: first.key)
+            publisher.expires = RFC3339.date("2030-01-01T00:00:00Z")
+            try publisher.publish(try first.release("1.0.0", generation: 0))
+            try publisher.publish(try first.release("1.1.0", generation: 1))
         }
         let a = try channelFiles(first), b = try channelFiles(second)
         #expect(a.keys.sorted() == b.keys.sorted())

@@ -51,6 +51,8 @@ public struct ChannelKeysEditor: Sendable {
         let (directory, lock) = try ChannelPublisher.lock(channel, fileSystem: fileSystem, timeout: lockTimeout)
         defer { lock.release() }
         let path = directory.path(ChannelKeys.fileName)
+        // What a run killed while writing left.
+        try packaging(.publish, path: path) { try directory.removeTemporaryFiles(for: ChannelKeys.fileName) }
         var keys = ChannelKeys(version: 0, keys: [], revoked: [])
         if let current = try ChannelPublisher.readKeys(in: directory, step: .publish) {
             guard current.isSigned(byRootKeys: [rootKey.publicKey]) else {

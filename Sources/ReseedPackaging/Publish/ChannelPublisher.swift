@@ -66,6 +66,9 @@ public struct ChannelPublisher: Sendable {
     /// How long the manifest stays valid: its `expires` is the publish time plus this, and apps
     /// refuse it after that (re-sign on a schedule well inside it). Default 30 days.
     public var validFor: Duration = .seconds(30 * 86_400)
+    /// The manifest's expiry, when set, instead of ``validFor`` from now: two publishes of the same
+    /// seeds with the same key and expiry write the same bytes. Default nil.
+    public var expires: Date?
     /// How long to wait for another publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
     /// The seam every file action goes through (tests observe the order of the actions with it).
@@ -112,7 +115,7 @@ public struct ChannelPublisher: Sendable {
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
         }
-        manifest.expires = now.addingTimeInterval(Self.seconds(validFor))
+        manifest.expires = expires ?? now.addingTimeInterval(Self.seconds(validFor))
         let bytes = manifest.encoded()
         let line = try privateKey.signature(for: bytes).base64EncodedString() + "\n"
         let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + listed)
