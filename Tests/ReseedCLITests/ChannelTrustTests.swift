@@ -214,6 +214,20 @@ import Testing
         #expect(try keyed.sandbox.labels().count == 4)
     }
 
+    @Test func aKeysJSONOverSixtyFourKiBIsRefusedWithoutReadingItAll() async throws {
+        let keyed = try Keyed()
+        let bundled = try keyed.sandbox.seed("1.0.0")
+        try keyed.sandbox.launch(bundled)
+        try keyed.sandbox.publish(try keyed.sandbox.seed("1.1.0", rows: 4), key: keyed.first)
+        try Data(repeating: UInt8(ascii: " "), count: 8 << 20).write(to: keyed.keysFile)
+
+        let error = try await #require(throws: ReseedError.self) { try await keyed.updater(bundled).update() }
+        #expect(error.code == .channelRefused)
+        #expect(error.step == .checkKeys)
+        #expect(error.message.contains("more than the \(ChannelKeys.maximumFileSize)-byte limit"), "\(error.message)")
+        #expect(try keyed.sandbox.labels().count == 3)
+    }
+
     @Test func aKeysJSONOverItsLimitsIsRefusedNamingTheField() throws {
         let key = ChannelPrivateKey().publicKey
         let entry = "{\"keyid\": \"\(key.keyID)\", \"publicKey\": \"\(key.base64)\", \"expires\": \"2030-01-01T00:00:00Z\"}"
@@ -273,6 +287,52 @@ import Testing
         #expect(outcome.version == "1.1.0")
         #expect(outcome.previousVersion == "99.0.0")
         #expect(outcome.revokedKeyID == keyed.first.publicKey.keyID)
+    }
+
+    // MARK: The command line
+
+    @Test func keysAndUpdateFailuresAreOneSentence() throws {
+        let keyed = try Keyed()
+        let sandbox = keyed.sandbox
+        let rootFile = sandbox.directory.appending("root.key"), rootPub = sandbox.directory.appending("root.pub")
+        _ = try ChannelPrivateKey.generate(privateKeyFile: rootFile, publicKeyFile: rootPub)
+        let stranger = sandbox.directory.appending("stranger.pub")
+        try Data((ChannelPrivateKey().publicKey.base64 + "\n").utf8).write(to: stranger)
+
+        // keys.json is signed by another root than the one given.
+        let wrongRoot = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--add", stranger.path])
+        #expect(wrongRoot.status == 1)
+        #expect(wrongRoot.stderrLines.count == 1 && wrongRoot.stderr.contains("is not signed by this root key"), "\(wrongRoot.stderr)")
+        let badDuration = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--add", stranger.path, "--valid-for", "0d"])
+        #expect(badDuration.status != 0)
+        #expect(badDuration.stderr.contains("--valid-for must be a whole number and a unit"), "\(badDuration.stderr)")
+
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try FileManager.default.removeItem(at: keyed.keysFile)
+        let add = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--add", stranger.path])
+        #expect(add.status == 0, "\(add.stderr)")
+        #expect(add.stdout.hasPrefix("Wrote \(keyed.keysFile.path) version 1, signed by the root key"), "\(add.stdout)")
+        let removeUnlisted = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--remove", rootPub.path])
+        #expect(removeUnlisted.status == 1)
+        #expect(removeUnlisted.stderrLines.count == 1 && removeUnlisted.stderr.contains("does not list the channel key"), "\(removeUnlisted.stderr)")
+    }
+
+    @Test func updateOfAnExpiredChannelSaysWhenInOneSentence() throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
+        try sandbox.forgeManifest { $0.expires = RFC3339.date("2026-03-04T05:06:07Z") }
+        let keyFile = sandbox.directory.appending("channel.pub")
+        try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: keyFile)
+
+        let update = try ReseedBinary.run(["update", "--channel", sandbox.server.url.absoluteString, "--public-key", keyFile.path,
+                                           "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path])
+        #expect(update.status == 1)
+        #expect(update.stderrLines.count == 1, "\(update.stderr)")
+        #expect(update.stderr.contains("expired at 2026-03-04T05:06:07Z"), "\(update.stderr)")
+        #expect(try sandbox.labels().count == 3)
     }
 
     // MARK: Compatibility
