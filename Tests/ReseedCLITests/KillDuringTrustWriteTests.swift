@@ -50,6 +50,7 @@ import Testing
             ("publish", ["publish", newer.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", first.key], ["1.1.0", "1.2.0"]),
         ]
         var killed = 0
+        var points: [String: Int] = [:]
         for command in commands {
             for call in Self.calls {
                 for ordinal in 1...Self.capPerCall {
@@ -58,7 +59,10 @@ import Testing
                     let run = try ReseedBinary.start(command.arguments, prefix: [strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)",
                                                                                 "-e", "inject=\(name):signal=SIGKILL:when=\(ordinal)"]).wait()
                     let point = "\(command.name), kill at \(name) #\(ordinal)"
-                    if run.status != 0 { killed += 1 }
+                    if run.status != 0 {
+                        killed += 1
+                        points[command.name, default: 0] += 1
+                    }
 
                     // The device verifies what the folder holds, whatever the kill left.
                     try reset(sandbox.dataDirectory, from: device)
@@ -82,6 +86,7 @@ import Testing
                 }
             }
         }
+        print("trust write kills: \(killed), by command: \(points.sorted { $0.key < $1.key }); after each, an update verified the folder")
         #expect(killed > 10, "the kills hit the commands \(killed) times")
     }
 
