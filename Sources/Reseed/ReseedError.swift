@@ -63,6 +63,16 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// (see *Reliability*, "Disk space"): found before anything is downloaded or copied, so
         /// nothing was written and the store is as it was. The message says both figures.
         public static let insufficientSpace = Code(rawValue: "insufficientSpace")
+        /// A correctly signed `channel.json` whose `expires` time (plus the clock-skew allowance) has
+        /// passed: the host serves an old manifest, or the publisher stopped re-signing. The message
+        /// says when it expired; the store is as it was.
+        public static let channelExpired = Code(rawValue: "channelExpired")
+        /// `channel.json` is signed by a channel key the channel's root removed (`keys.json`'s
+        /// `revoked`): the key may have leaked, so nothing it signed is installed.
+        public static let channelKeyRevoked = Code(rawValue: "channelKeyRevoked")
+        /// `channel.json` is signed by a channel key whose expiry in `keys.json` (plus the clock-skew
+        /// allowance) has passed.
+        public static let channelKeyExpired = Code(rawValue: "channelKeyExpired")
 
         /// What a user can do about a failure of this kind, when one thing fits every case.
         var advice: String? {
@@ -73,6 +83,8 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
             case .download: "check the channel's URL and the network, then try again"
             case .signature: "check that the public key is the one made with the channel's private key"
             case .insufficientSpace: "free some space on that device, then try again"
+            case .channelExpired: "the publisher must re-sign the channel (reseed publish), or the host serves an old copy"
+            case .channelKeyRevoked, .channelKeyExpired: "the publisher must publish again with a channel key listed in keys.json"
             default: nil
             }
         }
@@ -94,6 +106,8 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         case applyDelta
         /// Comparing what an install or an update will write with the data directory's free space.
         case checkSpace
+        /// Reading and checking a channel's `keys.json` (see ``ChannelKeys``).
+        case checkKeys
     }
 
     public var code: Code

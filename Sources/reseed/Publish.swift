@@ -11,7 +11,10 @@ extension ReseedCommand {
                 The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and compressed (\(Codecs.written.name)) \
                 beside it; for each of the last --deltas releases the channel offered whose seed file is still in the \
                 folder, a row-level delta to the new seed is built, checked and compressed; then \
-                channel.json.sig and channel.json are replaced atomically, in that order. Serve the folder from \
+                channel.json.sig and channel.json are replaced atomically, so that a publish killed at any moment \
+                leaves a pair that verifies. channel.json expires --valid-for from now (default 30d): re-sign it on a \
+                schedule by publishing the same seed again, which changes nothing else. When the folder has a keys.json \
+                (reseed keys), the private key must be a listed, unexpired channel key. Serve the folder from \
                 any static HTTP host; apps update from it with `reseed update` or ChannelUpdater.
                 """)
 
@@ -27,6 +30,10 @@ extension ReseedCommand {
         @Option(help: ArgumentHelp("How many earlier releases of the channel get a row-level delta to this seed (0: none).", valueName: "n"))
         var deltas = 5
 
+        @Option(name: .customLong("valid-for"),
+                help: ArgumentHelp("How long apps accept the signed channel.json: a number and d, h, m or s (30d, 12h, 4s).", valueName: "duration"))
+        var validFor = "30d"
+
         @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(Codecs.written.name)) seed beside it (for data that does not compress).")
         var noCompress = false
 
@@ -37,6 +44,7 @@ extension ReseedCommand {
             guard (0...ChannelManifest.maximumDeltas).contains(deltas) else {
                 throw ValidationError("--deltas must be between 0 and \(ChannelManifest.maximumDeltas)")
             }
+            _ = try validity(validFor, of: "--valid-for")
         }
 
         @MainActor
@@ -46,6 +54,7 @@ extension ReseedCommand {
                 var publisher = ChannelPublisher(channel: fileURL(channel), privateKey: key)
                 publisher.deltas = deltas
                 publisher.compresses = !noCompress
+                publisher.validFor = try validity(validFor, of: "--valid-for")
                 let published = try publisher.publish(try Seed(at: fileURL(seed)))
                 let manifest = published.manifest
                 if json {
@@ -53,7 +62,7 @@ extension ReseedCommand {
                 } else {
                     var lines = ["Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
                         + (published.copied ? "" : ", already there") + ")"
-                        + (manifest.compressed.map { ", \($0.file) (\($0.size) bytes)" } ?? "") + ", \(ChannelManifest.fileName) signed."]
+                        + (manifest.compressed.map { ", \($0.file) (\($0.size) bytes)" } ?? "") + ", \(ChannelManifest.fileName) signed" + (manifest.expires.map { ", valid until \(RFC3339.string($0))" } ?? "") + "."]
                     for delta in manifest.deltas {
                         let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
                         lines.append("  delta from \(delta.fromVersion): \(delta.file.file) (\(delta.file.size) bytes"
@@ -87,6 +96,8 @@ extension ReseedCommand.Publish {
         @NullWhenNil var compressedFile: String?
         @NullWhenNil var compressedSize: Int64?
         @NullWhenNil var contentHash: String?
+        /// When the signed channel.json expires (RFC 3339, UTC).
+        @NullWhenNil var expires: String?
         /// The deltas published to this seed.
         var deltas: [Delta]
         /// The earlier releases that got no delta, and why.
@@ -122,6 +133,7 @@ extension ReseedCommand.Publish {
             compressedFile = manifest.compressed.map { _ in published.compressedURL.path }
             compressedSize = manifest.compressed?.size
             contentHash = manifest.contentHash
+            expires = manifest.expires.map(RFC3339.string)
             deltas = manifest.deltas.map { delta in
                 let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
                 return Delta(

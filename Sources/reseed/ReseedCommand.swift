@@ -15,7 +15,7 @@ struct ReseedCommand: AsyncParsableCommand {
             Defaults come from reseed.json in the current folder (see README.md), so in this \
             repository `reseed package` rebuilds the example and `reseed launch` installs it.
             """,
-        subcommands: [Launch.self, Status.self, Init.self, Package.self, Verify.self, Diff.self, Keygen.self, Publish.self, Update.self])
+        subcommands: [Launch.self, Status.self, Init.self, Package.self, Verify.self, Diff.self, Keygen.self, Keys.self, Publish.self, Update.self])
 
     /// Parses and runs the command; every message, help text included, goes out through ``Terminal``,
     /// so a full disk or a closed pipe is an exit status and a line on stderr, never a crash.
@@ -100,6 +100,19 @@ func duration(_ seconds: Double, of option: String, allowingZero: Bool = true) t
         throw ValidationError("\(option) must be a number of seconds, \(allowingZero ? "from 0" : "more than 0") up to \(Int(longestDuration))")
     }
     return .milliseconds(Int64((seconds * 1000).rounded()))
+}
+
+/// The `Duration` of a validity such as `30d`, `12h`, `90m` or `4s` given for `option`: a whole number
+/// from 1 followed by one unit, at most ``longestDuration`` seconds.
+///
+/// - Throws: `ValidationError` for anything else.
+func validity(_ text: String, of option: String) throws -> Duration {
+    let units: [Character: Int64] = ["d": 86_400, "h": 3_600, "m": 60, "s": 1]
+    guard let unit = text.last.flatMap({ units[$0] }), let count = Int64(text.dropLast()), count > 0,
+          count <= Int64(longestDuration) / unit else {
+        throw ValidationError("\(option) must be a whole number and a unit, such as 30d, 12h, 90m or 4s (at most \(Int(longestDuration)) seconds)")
+    }
+    return .seconds(count * unit)
 }
 
 /// Runs a command body; any error becomes one sentence on stderr (see ``sentence(for:)``) and exit status 1.

@@ -7,8 +7,10 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a newer seed from a channel into the data directory: check, download, verify, install.",
             discussion: """
-                Fetches <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks its \
-                signature with the public key, and when it offers a newer version than the installed one, downloads \
+                Fetches <channel>/keys.json and checks it is signed by a --public-key (root key), then \
+                <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks that a channel key \
+                keys.json lists signed it (for a channel without keys.json: a --public-key itself) and that it has not \
+                expired, and when it offers a newer version than the installed one, downloads \
                 the seed (resuming a broken download), verifies its size and SHA-256 and installs it. When the channel \
                 offers a delta from the installed seed's content hash, only the changed rows are downloaded and applied \
                 to a copy of the installed seed (any failure falls back to the full seed). The next \
@@ -19,8 +21,9 @@ extension ReseedCommand {
         @Option(help: ArgumentHelp("The channel folder's URL (http or https).", valueName: "url"))
         var channel: String
 
-        @Option(name: .customLong("public-key"), help: ArgumentHelp("The public key file from `reseed keygen`.", valueName: "path"))
-        var publicKey: String
+        @Option(name: .customLong("public-key"),
+                help: ArgumentHelp("A pinned root public key file from `reseed keygen` (repeat for several).", valueName: "path"))
+        var publicKey: [String]
 
         @OptionGroup var store: StoreOptions
 
@@ -32,6 +35,10 @@ extension ReseedCommand {
         @Option(name: .customLong("manifest-deadline"),
                 help: ArgumentHelp("Seconds fetching channel.json or its signature may take in all, however slowly the server sends.", valueName: "seconds"))
         var manifestDeadline: Double = 60
+
+        @Option(name: .customLong("clock-skew"),
+                help: ArgumentHelp("Seconds this device's clock may be behind: an expiry is enforced only that long after it passed.", valueName: "seconds"))
+        var clockSkew: Double = 300
 
         @Flag(name: .customLong("allow-downgrade"), help: "Install the channel's seed even when it is not newer than the installed one.")
         var allowDowngrade = false
@@ -48,6 +55,8 @@ extension ReseedCommand {
             _ = try channelURL()
             _ = try duration(timeout, of: "--timeout", allowingZero: false)
             _ = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
+            _ = try duration(clockSkew, of: "--clock-skew")
+            guard !publicKey.isEmpty else { throw ValidationError("give at least one --public-key") }
         }
 
         func channelURL() throws -> URL {
@@ -81,8 +90,9 @@ extension ReseedCommand {
                 configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
                 configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
                 configuration.allowsDowngrade = allowDowngrade
+                configuration.clockSkew = try duration(clockSkew, of: "--clock-skew")
                 let channelURL = try self.channelURL()
-                let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
+                let updater = ChannelUpdater(channel: channelURL, publicKeys: try publicKey.map { try ChannelPublicKey(contentsOf: fileURL($0)) },
                                              launcher: launcher, configuration: configuration)
                 let outcome = try await updater.update()
                 if json {
@@ -107,6 +117,9 @@ extension ReseedCommand {
                 text += " from \(channel.absoluteString)" + (outcome.method == .delta ? " with a delta" : "")
                 text += ": \(outcome.downloadedBytes) bytes downloaded"
                 if let failure = outcome.deltaFailure { text += " (the full seed: the delta failed, \(failure))" }
+                if let revoked = outcome.revokedKeyID {
+                    text += " (installed although not newer: the channel's root removed the key \(revoked.prefix(16)) that signed the release it replaced)"
+                }
                 if let resumed = outcome.resumedFrom { text += ", resumed at byte \(resumed)" }
                 return text + ", at \(outcome.storeURL.path)."
             }
@@ -140,6 +153,8 @@ extension ReseedCommand.Update {
         @NullWhenNil var fromContentHash: String?
         /// Why the channel's delta was not used, when the update fell back to the full seed.
         @NullWhenNil var deltaFailure: String?
+        /// The key that signed the release replaced, when the channel's root removed it (the update then installs even a lower version).
+        @NullWhenNil var revokedKeyID: String?
 
         init(_ update: ChannelUpdater.Outcome, channel: URL) {
             outcome = update.action
@@ -157,6 +172,7 @@ extension ReseedCommand.Update {
             method = update.method
             fromContentHash = update.fromContentHash
             deltaFailure = update.deltaFailure
+            revokedKeyID = update.revokedKeyID
         }
     }
 }

@@ -93,7 +93,7 @@ extension ChannelSandbox {
         #expect(outcome.fromContentHash == bundled.manifest.contentHash)
         #expect(outcome.deltaFailure == nil)
         #expect(outcome.downloadedBytes == delta.file.size)
-        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + delta.file.file])
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/" + delta.file.file])
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recorded() == ("1.1.0", .download))
@@ -246,7 +246,7 @@ extension ChannelSandbox {
         // The full seed travels compressed; the install decompresses it and checks the database's SHA-256.
         #expect(outcome.downloadedBytes == compressed.size)
         #expect(compressed.size * 2 < offered.manifest.size)
-        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/" + compressed.file])
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/" + compressed.file])
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 
@@ -352,9 +352,11 @@ extension ChannelSandbox {
         let first = try ChannelSandbox()
         let second = try ChannelSandbox()
         for sandbox in [first, second] {
-            // Same key: the signatures (Ed25519, deterministic) must match too.
-            try ChannelPublisher(channel: sandbox.channel, privateKey: first.key).publish(try first.release("1.0.0", generation: 0))
-            try ChannelPublisher(channel: sandbox.channel, privateKey: first.key).publish(try first.release("1.1.0", generation: 1))
+            // Same key and expiry: the signatures (Ed25519, deterministic) must match too.
+            var publisher = ChannelPublisher(channel: sandbox.channel, privateKey: first.key)
+            publisher.expires = RFC3339.date("2030-01-01T00:00:00Z")
+            try publisher.publish(try first.release("1.0.0", generation: 0))
+            try publisher.publish(try first.release("1.1.0", generation: 1))
         }
         let a = try channelFiles(first), b = try channelFiles(second)
         #expect(a.keys.sorted() == b.keys.sorted())

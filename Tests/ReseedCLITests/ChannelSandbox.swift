@@ -46,8 +46,8 @@ final class ChannelSandbox {
     /// Publishes `seed`. Uncompressed unless asked: the download tests cut, tamper and count the
     /// bytes of the seed file itself (`ChannelDeltaTests` publish compressed, as `reseed publish` does).
     @discardableResult
-    func publish(_ seed: Seed, compressed: Bool = false) throws -> ChannelPublisher.Result {
-        var publisher = ChannelPublisher(channel: channel, privateKey: key)
+    func publish(_ seed: Seed, compressed: Bool = false, key: ChannelPrivateKey? = nil) throws -> ChannelPublisher.Result {
+        var publisher = ChannelPublisher(channel: channel, privateKey: key ?? self.key)
         publisher.compresses = compressed
         return try publisher.publish(seed)
     }
@@ -71,8 +71,9 @@ final class ChannelSandbox {
     /// An updater of the app shipping `bundled`. The idle timeout is generous by default (a busy
     /// 2-core machine can hold a transfer's threads for seconds); the timeout tests pass short ones.
     func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(120),
-                 manifestDeadline: Duration = .seconds(120), allowsDowngrade: Bool = false) -> ChannelUpdater {
+                 manifestDeadline: Duration = .seconds(120), allowsDowngrade: Bool = false, clockSkew: Duration? = nil) -> ChannelUpdater {
         var configuration = ChannelUpdater.Configuration()
+        if let clockSkew { configuration.clockSkew = clockSkew }
         configuration.timeout = timeout
         configuration.manifestDeadline = manifestDeadline
         configuration.allowsDowngrade = allowsDowngrade
@@ -95,6 +96,17 @@ final class ChannelSandbox {
     func downloadFiles() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)
             .filter { $0.contains(".reseed-download-") || $0.contains(".reseed-tmp-") }.sorted()
+    }
+
+    /// Replaces the channel's `channel.json` by `manifest` as `edit` changes it, signed by `key` (the sandbox's by default).
+    func forgeManifest(key: ChannelPrivateKey? = nil, _ edit: (inout ChannelManifest) -> Void) throws {
+        let url = channel.appendingPathComponent(ChannelManifest.fileName)
+        var manifest = try ChannelManifest.decode(Array(try Data(contentsOf: url)), source: url.path)
+        edit(&manifest)
+        let bytes = manifest.encoded()
+        try Data(((try (key ?? self.key).signature(for: bytes)).base64EncodedString() + "\n").utf8)
+            .write(to: channel.appendingPathComponent(ChannelManifest.signatureFileName))
+        try bytes.write(to: url)
     }
 
     /// The channel's seed file for `version`.

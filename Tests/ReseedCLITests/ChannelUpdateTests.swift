@@ -25,7 +25,7 @@ import Testing
         #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
         #expect(try sandbox.recorded() == ("1.1.0", .download))
         #expect(try sandbox.downloadFiles().isEmpty)
-        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/items-1.1.0.sqlite"])
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/items-1.1.0.sqlite"])
     }
 
     @Test func anUnchangedChannelCostsOneNotModifiedRequest() async throws {
@@ -59,7 +59,7 @@ import Testing
         let outcome = try await sandbox.updater(bundled).update()
         #expect(outcome.action == .upToDate)
         #expect(!outcome.notModified)
-        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig"])
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json"])
         #expect(try sandbox.recorded() == ("1.0.0", .bundle))
     }
 
@@ -93,7 +93,7 @@ import Testing
         let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
         #expect(error?.code == .signature)
         #expect(error?.step == .checkSignature)
-        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/channel.json", "/channel.json.sig"])
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/channel.json", "/channel.json.sig"])
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
         #expect(try sandbox.recorded().version == "1.0.0")
     }
@@ -113,7 +113,7 @@ import Testing
         let outcome = try await sandbox.updater(bundled).update()
         #expect(outcome.action == .updated)
         #expect(outcome.version == "1.2.0")
-        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/channel.json", "/channel.json.sig", "/items-1.2.0.sqlite"])
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/channel.json", "/channel.json.sig", "/items-1.2.0.sqlite"])
         #expect(try sandbox.labels() == ["1.2.0-1", "1.2.0-2", "1.2.0-3", "1.2.0-4"])
         #expect(try sandbox.recorded() == ("1.2.0", .download))
     }
@@ -284,7 +284,7 @@ import Testing
         #expect(outcome.action == .updated)
         #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
         #expect(try sandbox.server.requests().map { "\($0.path) \($0.status ?? 0)" } == [
-            "/channel.json 302", "/moved-channel.json 200", "/channel.json.sig 302", "/moved-channel.json.sig 200",
+            "/channel.json 302", "/moved-channel.json 200", "/channel.json.sig 302", "/moved-channel.json.sig 200", "/keys.json 404",
             "/items-1.1.0.sqlite 302", "/moved-items-1.1.0.sqlite 200",
         ])
     }

@@ -84,13 +84,13 @@ import Testing
         let before = try snapshot(sandbox)
         let needed = offered.manifest.size + DiskSpace.install(seedSize: offered.manifest.size)
         var updater = sandbox.updater(bundled)
-        updater = ChannelUpdater(channel: updater.channelURL, publicKey: updater.publicKey,
+        updater = ChannelUpdater(channel: updater.channelURL, publicKeys: updater.publicKeys,
                                  launcher: launcher(bundled, in: sandbox, available: needed - 1).0, configuration: updater.configuration)
 
         let error = try await #require(throws: ReseedError.self) { try await updater.update() }
         #expect(error.code == .insufficientSpace)
         #expect(error.description == sentence("download and install items 1.1.0", needed: needed, available: needed - 1, in: sandbox))
-        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig"], "no GET of the seed")
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json"], "no GET of the seed")
         #expect(try sandbox.downloadFiles().isEmpty)
         let after = try snapshot(sandbox).filter { !madeByEveryUpdate($0.key) }
         #expect(after == before, "\(after.filter { before[$0.key] != $0.value }.keys.sorted())")
@@ -131,7 +131,7 @@ import Testing
         let error = try await #require(throws: ReseedError.self) { try await updater.update() }
         #expect(error.code == .insufficientSpace)
         #expect(error.description == sentence("download and install items 1.1.0 from a delta", needed: needed, available: needed - 1, in: sandbox))
-        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig"], "neither the delta nor the seed is fetched")
+        #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json"], "neither the delta nor the seed is fetched")
         #expect(try sandbox.downloadFiles().isEmpty)
         let after = try snapshot(sandbox).filter { !madeByEveryUpdate($0.key) }
         #expect(after == before, "\(after.filter { before[$0.key] != $0.value }.keys.sorted())")

@@ -71,7 +71,7 @@ import Testing
         let published = try ReseedBinary.run(["publish", newer.manifestURL.deletingLastPathComponent().path, "--channel", sandbox.channel.path, "--private-key", privateKey])
         #expect(published.status == 0)
         let compressedSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.channel.appendingPathComponent("items-1.1.0.sqlite.gz").path)[.size] as? Int)
-        #expect(published.stdout == "Published items 1.1.0 to \(sandbox.channel.path): items-1.1.0.sqlite (\(newer.manifest.size) bytes), items-1.1.0.sqlite.gz (\(compressedSize) bytes), channel.json signed.\n")
+        #expect(published.stdout == "Published items 1.1.0 to \(sandbox.channel.path): items-1.1.0.sqlite (\(newer.manifest.size) bytes), items-1.1.0.sqlite.gz (\(compressedSize) bytes), channel.json signed, valid until \(try expiry(in: sandbox.channel)).\n")
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path).filter { !$0.hasPrefix(".") })
                 == ["channel.json", "channel.json.sig", "items-1.1.0.sqlite", "items-1.1.0.sqlite.gz"])
 
@@ -183,4 +183,11 @@ import Testing
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("--channel must be an http or https URL"))
     }
+}
+
+/// The `expires` of the channel's `channel.json`, as `reseed publish` prints it.
+func expiry(in channel: URL) throws -> String {
+    let url = channel.appendingPathComponent(ChannelManifest.fileName)
+    let manifest = try ChannelManifest.decode(Array(try Data(contentsOf: url)), source: url.path)
+    return try #require(manifest.expires.map(RFC3339.string))
 }

@@ -49,6 +49,13 @@ import ReseedSystem
 ///   is `fromContentHash`, gzip-compressed; `size` and `sha256` are the compressed file's.
 ///
 /// An entry whose `encoding` this reader does not know is skipped, not refused.
+///
+/// `expires` (RFC 3339 in UTC, see ``RFC3339``), written by every `reseed publish` since
+/// channel trust came in, is the time after which an app refuses the manifest
+/// (``ReseedError/Code/channelExpired``): a host that keeps serving an old manifest cannot hide
+/// a newer release for longer than that. Publishers re-sign on a schedule (see
+/// <doc:UpdatingFromAChannel>). A manifest without it, from an older publisher, is accepted only
+/// from a channel without `keys.json` (see ``ChannelKeys``).
 @dynamicMemberLookup
 public struct ChannelManifest: Sendable, Hashable {
     /// The channel format this version of Reseed writes, and the newest it reads.
@@ -117,6 +124,8 @@ public struct ChannelManifest: Sendable, Hashable {
     public var compressed: File?
     /// The deltas the channel offers to this seed, newest starting point first (format 2).
     public var deltas: [Delta]
+    /// When the manifest stops being valid; nil in a manifest from a publisher older than channel trust.
+    public var expires: Date?
 
     /// The channel manifest of `seed`, published under the file name `file`.
     package init(seed: SeedManifest, file: String) {
@@ -128,13 +137,14 @@ public struct ChannelManifest: Sendable, Hashable {
     /// A channel manifest from its fields. `format` defaults to ``currentFormat``, `minimumFormat`
     /// to ``oldestReadableFormat``: what format 2 adds, a format-1 reader can ignore.
     init(format: Int = ChannelManifest.currentFormat, minimumFormat: Int = ChannelManifest.oldestReadableFormat, facts: SeedFacts,
-         contentHash: String? = nil, compressed: File? = nil, deltas: [Delta] = []) {
+         contentHash: String? = nil, compressed: File? = nil, deltas: [Delta] = [], expires: Date? = nil) {
         self.format = format
         self.minimumFormat = minimumFormat
         self.facts = facts
         self.contentHash = contentHash
         self.compressed = compressed
         self.deltas = deltas
+        self.expires = expires
     }
 
     /// The `minimumFormat` a publisher writes: 1, since a format-1 reader can use every manifest this Reseed writes.
@@ -218,8 +228,16 @@ public struct ChannelManifest: Sendable, Hashable {
                 }
             }
         }
+        var expires: Date?
+        if root["expires"] != nil {
+            let text = try fields.string("expires")
+            guard let date = RFC3339.date(text) else {
+                throw fields.invalid("expires", "\(JSONNode.quote(text)) is not a time in the form 2026-12-25T00:00:00Z (RFC 3339, UTC)")
+            }
+            expires = date
+        }
         return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts,
-                               contentHash: contentHash, compressed: compressed, deltas: deltas)
+                               contentHash: contentHash, compressed: compressed, deltas: deltas, expires: expires)
     }
 
     /// A ``File`` object at `field`; nil when its encoding is one this Reseed does not read.

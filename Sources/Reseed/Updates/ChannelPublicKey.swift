@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 
-/// The key an app checks its channel's manifest with: an Ed25519 public key, shipped in the app.
+/// The key an app checks its channel with: an Ed25519 public key. The app pins one or more as
+/// root keys; a channel's `keys.json` lists channel keys (see ``ChannelKeys``).
 ///
 /// Key files (`reseed keygen`) hold one line: the base64 of the key's 32-byte raw
 /// representation, then a newline. The same text can be compiled into the app.
@@ -45,6 +46,9 @@ public struct ChannelPublicKey: Sendable, Hashable {
 
     /// The key as one line of base64, as in a key file.
     public var base64: String { raw.base64EncodedString() }
+
+    /// The key's id in `keys.json` and in the preferences: the lowercase hex SHA-256 of its 32 raw bytes.
+    public var keyID: String { SHA256.hash(data: raw).map { String($0, radix: 16).leftPadded(to: 2) }.joined() }
 
     /// True when `signature` (64 bytes) is this key's Ed25519 signature of `message`.
     public func isValidSignature(_ signature: Data, for message: Data) -> Bool {

@@ -12,17 +12,25 @@ struct SignedManifest: Sendable {
     var url: URL
     var etag: String?
     var lastModified: String?
+    /// The ``ChannelPublicKey/keyID`` of the key whose signature verified: a channel key listed in
+    /// `keys.json`, or for a channel without one, a pinned key.
+    var signer: String
 }
 
 /// What the preferences keep of the last check of a channel, under the store's entry:
-/// `"channel": {"url": …, "etag": …, "lastModified": …, "version": …}`.
+/// `"channel": {"url": …, "etag": …, "lastModified": …, "version": …, "signedBy": …, "expires": …, "keysVersion": 3}`.
 ///
-/// They are sent back (`If-None-Match`, `If-Modified-Since`) only while the store still holds
+/// The validators are sent back (`If-None-Match`, `If-Modified-Since`) only while the store still holds
 /// `version` from that same `url`: after any other change of the store (a bundled seed
 /// installed, a store repaired) the manifest is fetched whole again. `Last-Modified` is kept
 /// only when it is a strong validator (``HTTPTransfer/Response/strongLastModified``): a
 /// `channel.json` published twice within one second has the same date both times, and a
 /// host without `ETag` would answer the second check `304` for good.
+///
+/// Channel trust keeps three more: `signedBy`, the key that signed the manifest of `version` (when
+/// root removes it, that release loses its standing); `expires`, that manifest's expiry (a `304`
+/// does not make an expired manifest valid again); `keysVersion`, the highest `keys.json` version
+/// seen from the channel, which a later `keys.json` may not go below.
 struct ChannelValidators: Sendable, Equatable {
 
     var url: String
@@ -30,27 +38,41 @@ struct ChannelValidators: Sendable, Equatable {
     var lastModified: String?
     /// The version the channel offered, which the store held once that check was done.
     var version: String
+    var signedBy: String?
+    var expires: String?
+    var keysVersion: Int64?
 
-    init(url: String, etag: String?, lastModified: String?, version: String) {
+    init(url: String, etag: String?, lastModified: String?, version: String,
+         signedBy: String? = nil, expires: String? = nil, keysVersion: Int64? = nil) {
         self.url = url
         self.etag = etag
         self.lastModified = lastModified
         self.version = version
+        self.signedBy = signedBy
+        self.expires = expires
+        self.keysVersion = keysVersion
     }
 
     /// Reads them from the `"channel"` object of a store's preferences entry; nil when malformed.
     init?(node: JSONNode) {
         guard let url = node["url"]?.string, let version = node["version"]?.string else { return nil }
-        self.init(url: url, etag: node["etag"]?.string, lastModified: node["lastModified"]?.string, version: version)
+        var keysVersion: Int64?
+        if case .number(let text)? = node["keysVersion"]?.value { keysVersion = Int64(text) }
+        self.init(url: url, etag: node["etag"]?.string, lastModified: node["lastModified"]?.string, version: version,
+                  signedBy: node["signedBy"]?.string, expires: node["expires"]?.string, keysVersion: keysVersion)
     }
 
-    /// The object as JSON text, absent validators left out.
+    /// The object as JSON text, absent values left out.
     var json: String {
         var members = [("url", url)]
         if let etag { members.append(("etag", etag)) }
         if let lastModified { members.append(("lastModified", lastModified)) }
         members.append(("version", version))
-        return "{" + members.map { JSONNode.quote($0.0) + ": " + JSONNode.quote($0.1) }.joined(separator: ", ") + "}"
+        if let signedBy { members.append(("signedBy", signedBy)) }
+        if let expires { members.append(("expires", expires)) }
+        var texts = members.map { JSONNode.quote($0.0) + ": " + JSONNode.quote($0.1) }
+        if let keysVersion { texts.append("\"keysVersion\": \(keysVersion)") }
+        return "{" + texts.joined(separator: ", ") + "}"
     }
 }
 
@@ -58,22 +80,32 @@ extension ChannelUpdater {
     /// The largest signature file read: a base64 Ed25519 signature is 88 characters.
     static let maximumSignatureSize = 1024
 
-    /// Fetches `channel.json` (conditionally, when `conditional` is given) and its signature, and
-    /// verifies them; a pair that does not verify is fetched once more, unconditionally, since a
-    /// publish replaces the signature just before the manifest.
+    /// Fetches `channel.json` (conditionally, when `conditional` is given) and its signature, then
+    /// the channel's `keys.json` (``fetchTrust(recorded:)``), and finds the key that signed the
+    /// manifest (see ``ChannelTrust``); a pair that does not verify is fetched once more,
+    /// unconditionally, since a publish replaces the signature just before the manifest.
     ///
-    /// - Returns: nil when the channel answered `304 Not Modified`.
-    func fetchSignedManifest(conditional: ChannelValidators?) async throws(ReseedError) -> SignedManifest? {
+    /// - Returns: nil when the channel answered `304 Not Modified`: one request, as before channel trust.
+    func fetchSignedManifest(conditional: ChannelValidators?, recorded: ChannelValidators?)
+        async throws(ReseedError) -> (manifest: SignedManifest, trust: ChannelTrust)?
+    {
+        var refusal: ReseedError?
+        var trust: ChannelTrust?
         for attempt in 1...2 {
             guard let pair = try await fetchPair(conditional: attempt == 1 ? conditional : nil) else { return nil }
-            if verifies(pair.signature, pair.manifest) {
+            let trusted: ChannelTrust
+            if let trust { trusted = trust } else { trusted = try await fetchTrust(recorded: recorded) }
+            trust = trusted
+            switch trusted.signer(of: pair.manifest, signature: pair.signature, url: pair.url, allowance: configuration.clockSkew) {
+            case .success(let signer):
                 let manifest = try ChannelManifest.decode(pair.manifest, source: pair.url.absoluteString)
-                return SignedManifest(manifest: manifest, url: pair.url, etag: pair.etag, lastModified: pair.lastModified)
+                return (SignedManifest(manifest: manifest, url: pair.url, etag: pair.etag, lastModified: pair.lastModified, signer: signer), trusted)
+            case .failure(let error):
+                refusal = error
             }
         }
         let manifestURL = channelURL.appendingPathComponent(ChannelManifest.fileName)
-        throw ReseedError(.signature, step: .checkSignature, url: manifestURL, message:
-            "\(ChannelManifest.signatureFileName) is not a signature of \(ChannelManifest.fileName) by the app's public key (read twice): the manifest or its signature was changed, or another key signed it")
+        throw refusal ?? ReseedError(.signature, step: .checkSignature, url: manifestURL, message: "\(ChannelManifest.fileName) does not verify")
     }
 
     private struct Pair {
@@ -112,32 +144,31 @@ extension ChannelUpdater {
         return Pair(manifest: manifest.bytes, signature: signature.bytes, url: manifestURL,
                     etag: response.header("ETag"), lastModified: response.strongLastModified)
     }
-
-    /// True when `signature` is one line of base64 of an Ed25519 signature of `manifest` by the app's key.
-    private func verifies(_ signature: [UInt8], _ manifest: [UInt8]) -> Bool {
-        let text = String(decoding: signature, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let raw = Data(base64Encoded: text) else { return false }
-        return publicKey.isValidSignature(raw, for: Data(manifest))
-    }
 }
 
 /// Collects a small body, refusing it as soon as it passes `limit` (from `Content-Length`, or while reading).
-private final class BodyBuffer: Sendable {
+final class BodyBuffer: Sendable {
     private let limit: Int
     private let url: URL
     private let notModifiedAllowed: Bool
+    /// Whether `404 Not Found` means "no such file" (``isMissing``) rather than an error.
+    private let missingAllowed: Bool
+    private let missing = Mutex(false)
     /// The error for a body over the limit: (its size so far, whether it was being read).
     private let tooLarge: @Sendable (Int64, Bool) -> ReseedError
     private let collected = Mutex<[UInt8]>([])
 
-    init(limit: Int, url: URL, notModifiedAllowed: Bool, tooLarge: @escaping @Sendable (Int64, Bool) -> ReseedError) {
+    init(limit: Int, url: URL, notModifiedAllowed: Bool, missingAllowed: Bool = false, tooLarge: @escaping @Sendable (Int64, Bool) -> ReseedError) {
         self.limit = limit
         self.url = url
         self.notModifiedAllowed = notModifiedAllowed
+        self.missingAllowed = missingAllowed
         self.tooLarge = tooLarge
     }
 
     var bytes: [UInt8] { collected.withLock { $0 } }
+    /// True when the server answered `404` and that was allowed: the body (an error page) was not kept.
+    var isMissing: Bool { missing.withLock { $0 } }
 
     func begin(_ response: HTTPTransfer.Response) throws(ReseedError) {
         switch response.status {
@@ -145,6 +176,8 @@ private final class BodyBuffer: Sendable {
             if let length = response.contentLength, length > Int64(limit) { throw tooLarge(length, false) }
         case 304 where notModifiedAllowed:
             break
+        case 404 where missingAllowed:
+            missing.withLock { $0 = true }
         default:
             throw ReseedError(.download, step: .fetchManifest, url: url, httpStatus: response.status,
                               message: "HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status))")
@@ -152,6 +185,7 @@ private final class BodyBuffer: Sendable {
     }
 
     func append(_ data: Data) throws(ReseedError) {
+        if isMissing { return }
         let size = collected.withLock { bytes -> Int in
             let size = bytes.count + data.count
             if size <= limit { bytes.append(contentsOf: data) }

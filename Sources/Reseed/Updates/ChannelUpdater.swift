@@ -9,12 +9,16 @@ import ReseedSystem
 /// 1. fetches `channel.json` with a conditional request (`If-None-Match` /
 ///    `If-Modified-Since` from the last check, kept in the preferences under the store's
 ///    entry), so an unchanged channel costs one small `304`;
-/// 2. refuses a manifest over 64 KiB (it stops reading there), one whose signature
-///    `channel.json.sig` does not verify with the app's public key (after reading the pair
-///    once more, in case a publish was halfway), one for another store, one that needs a newer
+/// 2. fetches `keys.json` and checks it is signed by a pinned root key and not older than the
+///    one seen before (a channel without it is trusted through the pinned keys alone; see
+///    <doc:ChannelTrust>); refuses a manifest over 64 KiB (it stops reading there), one whose signature
+///    `channel.json.sig` does not verify with a listed, unexpired channel key (after reading the pair
+///    once more, in case a publish was halfway), one signed by a key root removed, one whose
+///    `expires` has passed, one for another store, one that needs a newer
 ///    Reseed, and one that is not newer by SemVer precedence than the installed seed, or older
 ///    than the version the store file itself records (its `reseed_metadata` table: a floor that
-///    survives lost preferences), unless ``Configuration/allowsDowngrade``;
+///    survives lost preferences), unless ``Configuration/allowsDowngrade`` or root removed the key
+///    that signed the installed release (``Outcome/revokedKeyID``);
 /// 3. downloads the seed into the data directory, resuming a partial file left by a broken
 ///    try (`Range`, `If-Range`), never reading more than the manifest's size, and checks its
 ///    size and SHA-256;
@@ -48,6 +52,9 @@ public struct ChannelUpdater: Sendable {
         /// record it, or as the store file records it in its metadata), or whose version
         /// cannot be ordered by SemVer. Default false: such an offer is refused.
         public var allowsDowngrade = false
+        /// How far behind the device's clock may be: a manifest, or a channel key, is refused only
+        /// once its expiry plus this allowance has passed. Default 5 minutes.
+        public var clockSkew: Duration = .seconds(300)
         /// Called while the seed or its delta downloads with (bytes in the file, total bytes). Default nil.
         ///
         /// The install that follows reports through the launcher's ``Launcher/Configuration/progress``
@@ -101,6 +108,10 @@ public struct ChannelUpdater: Sendable {
         /// Why the channel's delta was not used, when one started from the installed seed and the
         /// update fell back to the full seed (the error, in one line).
         public var deltaFailure: String?
+        /// The ``ChannelPublicKey/keyID`` of the channel key that signed the release installed before
+        /// the update, when the channel's root has since removed it (`keys.json`'s `revoked`): that
+        /// release lost its standing, so the channel's release was installed even if not newer.
+        public var revokedKeyID: String?
     }
 
     /// How an update's seed arrived.
@@ -118,27 +129,39 @@ public struct ChannelUpdater: Sendable {
 
     /// The channel folder's URL; `channel.json`, its signature and the seed files are read relative to it.
     public let channelURL: URL
-    /// The key the channel's manifest must be signed with.
-    public let publicKey: ChannelPublicKey
+    /// The keys the app pins: the root keys that sign the channel's `keys.json` or, for a channel
+    /// without one, the keys that sign `channel.json` itself.
+    public let publicKeys: [ChannelPublicKey]
     /// The timeout, the downgrade switch and the progress callback.
     public var configuration: Configuration
     let target: Target
 
     /// An updater of the store `launcher` installs, for when the store is not open: the app
     /// checks before launching, or a tool such as `reseed update`.
-    public init(channel: URL, publicKey: ChannelPublicKey, launcher: Launcher, configuration: Configuration = Configuration()) {
+    /// `publicKeys` are the pinned root keys (one or more: a second, kept offline, lets root itself be replaced).
+    public init(channel: URL, publicKeys: [ChannelPublicKey], launcher: Launcher, configuration: Configuration = Configuration()) {
         self.channelURL = channel
-        self.publicKey = publicKey
+        self.publicKeys = publicKeys
         self.configuration = configuration
         self.target = .launcher(launcher)
     }
 
     /// An updater of a store the app has open: the new seed goes in through ``LiveStore/replace(with:)``.
-    public init(channel: URL, publicKey: ChannelPublicKey, store: LiveStore, configuration: Configuration = Configuration()) {
+    public init(channel: URL, publicKeys: [ChannelPublicKey], store: LiveStore, configuration: Configuration = Configuration()) {
         self.channelURL = channel
-        self.publicKey = publicKey
+        self.publicKeys = publicKeys
         self.configuration = configuration
         self.target = .store(store)
+    }
+
+    /// An updater of the store `launcher` installs, pinning one key.
+    public init(channel: URL, publicKey: ChannelPublicKey, launcher: Launcher, configuration: Configuration = Configuration()) {
+        self.init(channel: channel, publicKeys: [publicKey], launcher: launcher, configuration: configuration)
+    }
+
+    /// An updater of a store the app has open, pinning one key.
+    public init(channel: URL, publicKey: ChannelPublicKey, store: LiveStore, configuration: Configuration = Configuration()) {
+        self.init(channel: channel, publicKeys: [publicKey], store: store, configuration: configuration)
     }
 
     /// Checks the channel and installs its seed when it is newer than the installed one.
@@ -147,7 +170,9 @@ public struct ChannelUpdater: Sendable {
     /// - Throws: ``ReseedError``, the installed store and its recorded version then left as they were:
     ///   ``ReseedError/Code/download`` (no answer within the timeout, connection lost, an HTTP
     ///   error with ``ReseedError/httpStatus``; a broken seed download resumes on the next try),
-    ///   ``ReseedError/Code/signature``, ``ReseedError/Code/channelRefused``,
+    ///   ``ReseedError/Code/signature`` (of `channel.json` or `keys.json`), ``ReseedError/Code/channelExpired``,
+    ///   ``ReseedError/Code/channelKeyRevoked``, ``ReseedError/Code/channelKeyExpired``,
+    ///   ``ReseedError/Code/channelRefused`` (also for a `keys.json` older than one seen before),
     ///   ``ReseedError/Code/invalidManifest``, ``ReseedError/Code/verificationFailed`` (the
     ///   download does not match the signed size and SHA-256), ``ReseedError/Code/insufficientSpace``
     ///   (the data directory's filesystem cannot hold the download and the install's copy; found
@@ -167,15 +192,26 @@ public struct ChannelUpdater: Sendable {
             notModified: false, downloadedBytes: 0, storeURL: context.storeURL)
         outcome.userStoreURL = context.launcher.userStoreURL
 
-        let conditional = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
-        guard let fetched = try await fetchSignedManifest(conditional: conditional) else {
+        // What the channel's preferences say of the installed release (nil once the store changed otherwise).
+        let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
+        guard let (fetched, trust) = try await fetchSignedManifest(conditional: recorded, recorded: context.validators) else {
             logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
+            // A 304 does not make the manifest it stands for any younger.
+            if let expires = recorded?.expires.flatMap(RFC3339.date) { try checkExpiry(expires, url: channelURL.appendingPathComponent(ChannelManifest.fileName)) }
             outcome.notModified = true
             // The channel still offers what the store holds: what an update cut short after its install left is worthless.
             await offload { SeedDownload.removeAll(store: context.name, in: context.directory) }
             return outcome
         }
+        // Root removed the key that signed the installed release: it loses its standing.
+        if let signer = recorded?.signedBy, trust.keys?.isRevoked(signer) == true { outcome.revokedKeyID = signer }
         let manifest = fetched.manifest
+        if let expires = manifest.expires {
+            try checkExpiry(expires, url: fetched.url)
+        } else if trust.keys != nil {
+            throw ReseedError(.invalidManifest, step: .checkManifest, field: "expires", url: fetched.url,
+                              message: "field \"expires\": missing; a channel with \(ChannelKeys.fileName) says when its manifest expires")
+        }
         guard manifest.name == context.name else {
             throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url,
                               message: "the channel offers the store '\(manifest.name)'; this store is '\(context.name)'")
@@ -183,16 +219,19 @@ public struct ChannelUpdater: Sendable {
         if manifest.version == baseline {
             try await offload { () throws(ReseedError) in
                 SeedDownload.removeAll(store: context.name, in: context.directory)
-                try self.remember(fetched, version: manifest.version, in: context)
+                try self.remember(fetched, trust: trust, in: context)
             }
+            // Signed again by a valid key: the installed release has its standing back.
+            outcome.revokedKeyID = nil
             return outcome
         }
-        guard configuration.allowsDowngrade || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
+        let downgradeAllowed = configuration.allowsDowngrade || outcome.revokedKeyID != nil
+        guard downgradeAllowed || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
             throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
                 "the channel offers \(manifest.name) \(manifest.version), not newer than \(baseline)\(context.installed == nil ? " (bundled)" : " (installed)"); refusing a downgrade")
         }
         // The store's own record of its version is a floor too: the preferences may have been lost.
-        if !configuration.allowsDowngrade, let embedded = context.embedded, SeedVersion(embedded).isNewer(than: SeedVersion(manifest.version)) {
+        if !downgradeAllowed, let embedded = context.embedded, SeedVersion(embedded).isNewer(than: SeedVersion(manifest.version)) {
             throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
                 "the channel offers \(manifest.name) \(manifest.version), older than \(embedded) in the store file \(context.storeURL.path) (its \(SeedMetadata.tableName) table); refusing a downgrade")
         }
@@ -211,7 +250,7 @@ public struct ChannelUpdater: Sendable {
                                 manifest: manifest.seedManifest(file: deltaFile.name))
                 (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed, from: .delta(deltaPath: deltaFile.path))
                 try await offload { () throws(InstallPipeline.Failure) in
-                    try InstallPipeline.during(.record) { () throws(ReseedError) in try self.remember(fetched, version: manifest.version, in: context) }
+                    try InstallPipeline.during(.record) { () throws(ReseedError) in try self.remember(fetched, trust: trust, in: context) }
                 }
                 logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(outcome.downloadedBytes)"])
                 outcome.action = .updated
@@ -253,7 +292,7 @@ public struct ChannelUpdater: Sendable {
         // Removing the download and recording the validators (an fsync) on a thread of their own.
         try await offload { () throws(ReseedError) in
             SeedDownload.removeAll(store: manifest.name, in: context.directory)
-            try self.remember(fetched, version: manifest.version, in: context)
+            try self.remember(fetched, trust: trust, in: context)
         }
         logger.info("installed the channel's seed", metadata: ["version": "\(manifest.version)", "bytes": "\(downloaded.received)"])
         outcome.action = .updated
@@ -283,6 +322,13 @@ public struct ChannelUpdater: Sendable {
                 return (installed.importedTables, orphans)
             }
         }
+    }
+
+    /// Refuses a manifest whose `expires`, plus the clock-skew allowance, has passed.
+    private func checkExpiry(_ expires: Date, url: URL) throws(ReseedError) {
+        guard ChannelTrust.hasPassed(expires, now: Date(), allowance: configuration.clockSkew) else { return }
+        throw ReseedError(.channelExpired, step: .checkManifest, url: url, message:
+            "the channel's \(ChannelManifest.fileName) expired at \(RFC3339.string(expires)); refusing a manifest the publisher no longer vouches for")
     }
 
     /// What an update works with, read under the update lock.
@@ -334,11 +380,15 @@ public struct ChannelUpdater: Sendable {
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
     }
 
-    /// Keeps the manifest's validators, so the next check is conditional.
-    private func remember(_ fetched: SignedManifest, version: String, in context: Context) throws(ReseedError) {
+    /// Keeps the manifest's validators, so the next check is conditional, with who signed it, when it
+    /// expires and the version of `keys.json` (see ``ChannelValidators``).
+    private func remember(_ fetched: SignedManifest, trust: ChannelTrust, in context: Context) throws(ReseedError) {
+        let highest = context.validators.flatMap { $0.url == channelURL.absoluteString ? $0.keysVersion : nil }
         let validators = ChannelValidators(
-            url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: version)
-        guard validators.etag != nil || validators.lastModified != nil, validators != context.validators else { return }
+            url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: fetched.manifest.version,
+            signedBy: fetched.signer, expires: fetched.manifest.expires.map(RFC3339.string),
+            keysVersion: trust.keys.map { max($0.version, highest ?? 0) } ?? highest)
+        guard validators != context.validators else { return }
         _ = try context.launcher.preferences.record(
             [.channel(validators)], for: context.name,
             timeout: context.launcher.configuration.lockTimeout, logger: context.launcher.configuration.logger)

@@ -5,7 +5,7 @@ import ReseedSystem
 extension ChannelManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
     ///
-    /// The format-2 keys (`contentHash`, `compressed`, `deltas`) come after the seed's facts, each only when there is one.
+    /// The format-2 keys (`contentHash`, `compressed`, `deltas`) come after the seed's facts, each only when there is one; then `expires`.
     public func encoded() -> Data {
         var lines = ["  \"format\": \(format)", "  \"minimumFormat\": \(minimumFormat)"] + facts.jsonLines
         if let contentHash { lines.append("  \"contentHash\": \(JSONNode.quote(contentHash))") }
@@ -17,6 +17,7 @@ extension ChannelManifest {
             }
             lines.append("  \"deltas\": [\n" + entries.joined(separator: ",\n") + "\n  ]")
         }
+        if let expires { lines.append("  \"expires\": \(JSONNode.quote(RFC3339.string(expires)))") }
         return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }
 }

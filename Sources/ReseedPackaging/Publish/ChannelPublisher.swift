@@ -17,11 +17,17 @@ import SystemPackage
 ///    seed file is still in the folder, a row-level delta from it is built, checked by applying it,
 ///    and compressed as `<name>-<version>.from-<earlier>.delta.gz` (format 2 across a schema change);
 ///    a delta that cannot express the change, or weighs more than half the compressed seed, is not published;
-/// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync);
-/// 3. then `channel.json` the same way.
+/// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync)
+///    by two lines: the new manifest's signature, then the old manifest's;
+/// 3. then `channel.json` the same way;
+/// 4. then the signature file again, with the new manifest's line alone.
 ///
-/// A client that reads the new signature with the old manifest (between 2 and 3) finds
-/// they do not match and reads the pair once more. Older seed files are left in place
+/// So a publish killed at any moment leaves a pair that verifies: the old manifest or the new one,
+/// each with its own signature among the lines (an app of this Reseed tries each line; an app
+/// older than channel trust reads one line, and reads the pair once more when they do not match).
+/// Publishing the same seed again changes no seed or delta file: it re-signs the manifest with a
+/// new `expires` (``validFor`` from now). When the folder has a `keys.json`, the signing key must
+/// be listed in it and unexpired (see ``ChannelKeysEditor``). Older seed files are left in place
 /// for clients still downloading them; remove them when no client can need them.
 /// Publishes into one folder are serialised by the empty lock file `.channel.reseed-lock`
 /// there, which clients never read (no need to upload it).
@@ -59,6 +65,12 @@ public struct ChannelPublisher: Sendable {
     /// Whether the seed is also published gzip-compressed (clients then download that). Default true;
     /// a seed of data that does not compress (images, say) gains nothing from it.
     public var compresses = true
+    /// How long the manifest stays valid: its `expires` is the publish time plus this, and apps
+    /// refuse it after that (re-sign on a schedule well inside it). Default 30 days.
+    public var validFor: Duration = .seconds(30 * 86_400)
+    /// The manifest's expiry, when set, instead of ``validFor`` from now: two publishes of the same
+    /// seeds with the same key and expiry write the same bytes. Default nil.
+    public var expires: Date?
     /// How long to wait for another publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
     /// The seam every file action goes through (tests observe the order of the actions with it).
@@ -77,16 +89,14 @@ public struct ChannelPublisher: Sendable {
     ///   ``PackagingError/Code/verificationFailed`` when the seed file does not match its own manifest;
     ///   ``PackagingError/Code/invalidArgument`` when the channel holds another file under the seed's
     ///   name; ``PackagingError/Code/io``; ``PackagingError/Code/busy`` when another publish kept the
-    ///   channel past ``lockTimeout``. The channel then still offers what it offered before.
+    ///   channel past ``lockTimeout``; ``PackagingError/Code/invalidArgument`` when the folder's `keys.json`
+    ///   does not list the signing key, or it has expired. The channel then still offers what it offered before.
     @discardableResult
     public func publish(_ seed: Seed) throws(PackagingError) -> Result {
-        let directory = try packaging(.publish, path: channel.path) { try fileSystem.openDirectory(channel, create: true) }
-        let lockName = ".channel.reseed-lock"
-        guard let lock = try packaging(.publish, path: directory.path(lockName), { try StoreLock.acquire(lockName, in: directory, timeout: lockTimeout) }) else {
-            throw PackagingError(.busy, step: .publish, path: directory.path(lockName), message: "another publish into this channel is running (waited \(lockTimeout))",
-                                 advice: "try again once the other publish has finished")
-        }
+        let (directory, lock) = try Self.lock(channel, fileSystem: fileSystem, timeout: lockTimeout)
         defer { lock.release() }
+        let now = Date()
+        let listed = try checkListed(in: directory, at: now)
 
         let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
         var manifest = ChannelManifest(seed: seed.manifest, file: file)
@@ -110,11 +120,14 @@ public struct ChannelPublisher: Sendable {
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
         }
+        manifest.expires = expires ?? now.addingTimeInterval(Self.seconds(validFor))
         let bytes = manifest.encoded()
-        let signature = try privateKey.signature(for: bytes)
+        let line = try privateKey.signature(for: bytes).base64EncodedString() + "\n"
+        let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + listed)
         try packaging(.publish, path: directory.path(ChannelManifest.fileName)) {
-            try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array((signature.base64EncodedString() + "\n").utf8))
+            try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array((line + previous.joined()).utf8))
             try directory.replaceAtomically(ChannelManifest.fileName, with: Array(bytes))
+            if !previous.isEmpty { try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array(line.utf8)) }
         }
         return Result(
             manifest: manifest, seedURL: URL(fileURLWithPath: directory.path(file), isDirectory: false),

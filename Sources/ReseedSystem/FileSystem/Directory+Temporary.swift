@@ -16,7 +16,8 @@ extension Directory {
     @discardableResult
     package func removeTemporaryFiles(for name: String) throws -> [String] {
         let prefix = Self.temporaryPrefix(for: name)
-        let leftovers = try names().filter { $0.hasPrefix(prefix) }.sorted()
+        // A temp file of a temp file (a delta built into its temp name, written through one of its own) is a leftover too.
+        let leftovers = try names().filter { $0.hasPrefix(prefix) || $0.hasPrefix("." + prefix) }.sorted()
         for leftover in leftovers { try remove(leftover) }
         return leftovers
     }
