@@ -20,7 +20,7 @@ struct DeltaWriter {
     private static let printfArguments = 100
 
     /// Fills the empty file at ``deltaPath``; returns the changed tables, or why the seeds have no delta.
-    func write(fromContentHash: String, toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
+    func write(fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
         let oldEncoding = try Self.encoding(of: oldPath)
         let newEncoding = try Self.encoding(of: newPath)
         guard oldEncoding == newEncoding else {
@@ -39,7 +39,7 @@ struct DeltaWriter {
             try db.execute(sql: "ATTACH DATABASE ? AS \(Self.new)", arguments: [Launcher.readOnlyURI(newPath)])
             var outcome: Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> = .success([])
             try db.inTransaction(.immediate) {
-                outcome = try writeTables(db, fromContentHash: fromContentHash, toContentHash: toContentHash)
+                outcome = try writeTables(db, fromContentHash: fromContentHash, fromRowSet: fromRowSet, toContentHash: toContentHash)
                 if case .failure = outcome { return .rollback }
                 return .commit
             }
@@ -52,7 +52,7 @@ struct DeltaWriter {
     }
 
     /// The schema check, then every table's row lists, then the header; inside the caller's transaction.
-    private func writeTables(_ db: Database, fromContentHash: String, toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
+    private func writeTables(_ db: Database, fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
         if let difference = try Self.schemaDifference(db) { return .failure(.init(reason: difference)) }
         try db.execute(sql: "CREATE TABLE main.\(Names.header) (key TEXT PRIMARY KEY, value)")
         try db.execute(sql: "CREATE TABLE main.\(Names.tables) (idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, deleted INTEGER NOT NULL, updated INTEGER NOT NULL, inserted INTEGER NOT NULL)")
@@ -92,6 +92,8 @@ struct DeltaWriter {
         let header: [(String, DatabaseValueConvertible)] = [
             ("format", SeedDelta.format), ("fromContentHash", fromContentHash), ("toContentHash", toContentHash),
             ("userVersion", userVersion), ("applicationID", applicationID),
+            // The old seed's row set, for an incremental check of the result (a reader without it ignores it).
+            ("fromRowSet", Data(fromRowSet)),
         ]
         for (key, value) in header {
             try db.execute(sql: "INSERT INTO main.\(Names.header) (key, value) VALUES (?, ?)", arguments: [key, value])
