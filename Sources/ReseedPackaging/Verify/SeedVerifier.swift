@@ -124,14 +124,16 @@ public struct SeedVerifier: Sendable {
             let stated = [("content hash", manifest.contentHash), ("incremental content hash", manifest.incrementalContentHash)]
             do {
                 let actual = try SeedContentHash.computeWithIncremental(path: path)
-                for ((name, expected), computed) in zip(stated, [actual.contentHash, actual.incremental.hash]) {
-                    if let expected, computed != expected {
-                        add(.contentHashMismatch, "\(manifest.file) has \(name) \(computed), the manifest says \(expected)")
-                    }
+                // One finding: changed content changes both hashes.
+                let mismatch = zip(stated, [actual.contentHash, actual.incremental.hash]).first { stated, computed in
+                    stated.1.map { $0 != computed } ?? false
+                }
+                if let ((name, expected), computed) = mismatch {
+                    add(.contentHashMismatch, "\(manifest.file) has \(name) \(computed), the manifest says \(expected ?? "")")
                 }
             } catch {
                 // Unreadable content cannot match: a finding, and the other checks still run.
-                for case let (name, expected?) in stated {
+                if let (name, expected) = stated.first(where: { $0.1 != nil }), let expected {
                     add(.contentHashMismatch, "the \(name) of \(manifest.file) cannot be computed (\(error)); the manifest says \(expected)")
                 }
             }
