@@ -25,11 +25,20 @@ extension Installation {
         }
         do throws(ReseedError) {
             let (scale, fingerprint) = try copyInstalledStore(into: temporary, progress: progress)
-            _ = try SeedDelta.apply(
-                deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: try incrementalCheck(storeFingerprint: fingerprint),
+            let incremental = try incrementalCheck(storeFingerprint: fingerprint)
+            let applied = try SeedDelta.apply(
+                deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: incremental,
                 rowsApplied: scale.map { scale in { scale.report(.apply, $0, of: $1) } },
                 rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } })
             scale?.report(.hash, 1, of: 1)
+            if applied.incrementalContentHash != nil {
+                logger.info("checked the delta's result from the rows it changed", metadata: ["store": "\(storePath)"])
+            } else {
+                logger.info("hashed the delta's whole result", metadata: [
+                    "store": "\(storePath)",
+                    "reason": "\(incremental == nil ? "no incremental content hash recorded for this store file" : "the delta does not start from the recorded row set")",
+                ])
+            }
             try during(.applyDelta, path: path) { try directory.syncFile(temporary) }
             let bytes = try during(.verify, path: path) { () throws -> [UInt8] in
                 let file = try FileSystem.openRegularFile(path)
