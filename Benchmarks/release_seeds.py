@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two releases of a realistic seed project, for the delta and compression figures.
 
-    Benchmarks/release_seeds.py OUT [--packages N] [--change PERCENT]
+    Benchmarks/release_seeds.py OUT [--packages N] [--change PERCENT] [--schema-change]
 
 writes OUT/v1 and OUT/v2, each a Migrations folder `reseed package --migrations` builds:
 a package index (text-heavy reference data: summaries, descriptions, keywords, a few
@@ -11,6 +11,8 @@ for one in three, a new summary), three in ten inserted, two in ten deleted, alo
 their maintainer links. The output depends only on the arguments: the random generator
 is seeded, so two runs write identical files.
 
+With --schema-change both releases also have triggers, and v2 changes the schema the way a real
+upstream release does: a table added (licenses), its triggers rewritten, an index added.
 With the default 60,000 packages the v1 seed is about 35 MB with 60,000 + 24,000 + 90,000 rows.
 """
 import argparse
@@ -91,13 +93,31 @@ def package(rng, pid):
         "released": "20%02d-%02d-%02d" % (rng.randint(10, 26), rng.randint(1, 12), rng.randint(1, 28)),
     }
 
+# --schema-change: v1's triggers, then v2's rewrites and additions.
+TRIGGERS_V1 = """CREATE TRIGGER package_downloads_check BEFORE UPDATE OF downloads ON package
+WHEN new.downloads < 0 BEGIN SELECT RAISE(ABORT, 'negative downloads'); END;
+CREATE TRIGGER package_gone AFTER DELETE ON package BEGIN DELETE FROM package_maintainer WHERE package_id = old.id; END;
+"""
+TRIGGERS_V2 = """CREATE TRIGGER package_downloads_check BEFORE UPDATE OF downloads ON package
+WHEN new.downloads < old.downloads BEGIN SELECT RAISE(ABORT, 'downloads only grow'); END;
+CREATE TRIGGER package_gone AFTER DELETE ON package BEGIN
+  DELETE FROM package_maintainer WHERE package_id = old.id;
+  DELETE FROM license_note WHERE spdx = old.license AND NOT EXISTS (SELECT 1 FROM package WHERE license = old.license);
+END;
+CREATE TRIGGER package_license_known BEFORE INSERT ON package
+WHEN NOT EXISTS (SELECT 1 FROM license_note WHERE spdx = new.license) BEGIN SELECT RAISE(ABORT, 'unknown license'); END;
+"""
+ADDED_V2 = """CREATE TABLE license_note (spdx TEXT PRIMARY KEY, name TEXT NOT NULL, osi_approved INTEGER NOT NULL, note TEXT) WITHOUT ROWID;
+CREATE INDEX package_released ON package(released);
+"""
+
 
 def links(rng, pid, maintainers):
     chosen = sorted(rng.sample(range(1, maintainers + 1), rng.randint(1, 2)))
     return [(pid, m, "owner" if i == 0 else "maintainer") for i, m in enumerate(chosen)]
 
 
-def write_release(folder, packages, maintainers, package_links):
+def write_release(folder, packages, maintainers, package_links, extra_steps=()):
     migrations = os.path.join(folder, "Migrations")
     os.makedirs(migrations, exist_ok=True)
     with open(os.path.join(migrations, "0001_schema.sql"), "w") as f:
@@ -120,6 +140,15 @@ def write_release(folder, packages, maintainers, package_links):
             out.writerows(package_links[pid])
     with open(os.path.join(migrations, "0005_indexes.sql"), "w") as f:
         f.write(INDEXES)
+    for name, text in extra_steps:
+        with open(os.path.join(migrations, name), "w") as f:
+            f.write(text)
+
+
+def license_notes(rng):
+    rows = ["INSERT INTO license_note VALUES ('%s', '%s license', %d, '%s');" % (spdx, spdx, rng.randint(0, 1), sentence(rng, 8, 20).replace("'", "''"))
+            for spdx in LICENSES]
+    return "\n".join(rows) + "\n"
 
 
 def main():
@@ -127,6 +156,7 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--packages", type=int, default=60_000)
     parser.add_argument("--change", type=float, default=2.0, help="percent of packages changed in v2")
+    parser.add_argument("--schema-change", action="store_true", help="v2 also adds a table and an index and rewrites the triggers")
     args = parser.parse_args()
 
     rng = random.Random(20261123)
@@ -135,7 +165,8 @@ def main():
                     "m%d@%s.example.net" % (m, rng.choice(WORDS))) for m in range(1, maintainer_count + 1)]
     packages = {pid: package(rng, pid) for pid in range(1, args.packages + 1)}
     package_links = {pid: links(rng, pid, maintainer_count) for pid in packages}
-    write_release(os.path.join(args.out, "v1"), packages, maintainers, package_links)
+    write_release(os.path.join(args.out, "v1"), packages, maintainers, package_links,
+                  [("0006_triggers.sql", TRIGGERS_V1)] if args.schema_change else [])
 
     changed = int(args.packages * args.change / 100)
     ids = sorted(packages)
@@ -155,7 +186,8 @@ def main():
     for pid in range(args.packages + 1, args.packages + 1 + inserted):
         packages[pid] = package(rng, pid)
         package_links[pid] = links(rng, pid, maintainer_count)
-    write_release(os.path.join(args.out, "v2"), packages, maintainers, package_links)
+    v2_steps = [("0006_license_note.sql", ADDED_V2 + license_notes(rng)), ("0007_triggers.sql", TRIGGERS_V2)] if args.schema_change else []
+    write_release(os.path.join(args.out, "v2"), packages, maintainers, package_links, v2_steps)
     print("v1: %d packages; v2: %d updated, %d deleted, %d inserted" % (args.packages, len(updated), len(deleted), inserted))
 
 

@@ -55,7 +55,10 @@ extension ReseedCommand {
                         + (published.copied ? "" : ", already there") + ")"
                         + (manifest.compressed.map { ", \($0.file) (\($0.size) bytes)" } ?? "") + ", \(ChannelManifest.fileName) signed."]
                     for delta in manifest.deltas {
-                        lines.append("  delta from \(delta.fromVersion): \(delta.file.file) (\(delta.file.size) bytes)")
+                        let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
+                        lines.append("  delta from \(delta.fromVersion): \(delta.file.file) (\(delta.file.size) bytes"
+                            + (built?.format == SeedDelta.Format.schema.rawValue ? ", with schema changes" : "") + ")")
+                        if let built { lines += SeedDeltaBuilder.contentLines(tables: built.tables, schemaObjects: built.schemaObjects, indent: "    ") }
                     }
                     for skipped in published.skippedDeltas {
                         lines.append("  no delta from \(skipped.fromVersion): \(skipped.reason)")
@@ -94,6 +97,12 @@ extension ReseedCommand.Publish {
             var fromContentHash: String
             var file: String
             var size: Int64
+            /// 1 without schema changes, 2 with them.
+            @NullWhenNil var format: Int?
+            /// What it carries per table, and why.
+            var tables: [SeedDeltaBuilder.TableCounts]
+            /// The indexes, views and triggers it drops or creates.
+            var schemaObjects: [SeedDeltaBuilder.SchemaObjectChange]
         }
 
         struct Skipped: Encodable {
@@ -113,7 +122,12 @@ extension ReseedCommand.Publish {
             compressedFile = manifest.compressed.map { _ in published.compressedURL.path }
             compressedSize = manifest.compressed?.size
             contentHash = manifest.contentHash
-            deltas = manifest.deltas.map { Delta(fromVersion: $0.fromVersion, fromContentHash: $0.fromContentHash, file: $0.file.file, size: $0.file.size) }
+            deltas = manifest.deltas.map { delta in
+                let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
+                return Delta(
+                    fromVersion: delta.fromVersion, fromContentHash: delta.fromContentHash, file: delta.file.file, size: delta.file.size,
+                    format: built?.format, tables: built?.tables ?? [], schemaObjects: built?.schemaObjects ?? [])
+            }
             skippedDeltas = published.skippedDeltas.map { Skipped(fromVersion: $0.fromVersion, reason: $0.reason) }
         }
     }

@@ -227,7 +227,8 @@ extension ChannelSandbox {
         try expectFullSeed(outcome, because: "content hash", offered: offered, in: sandbox)
     }
 
-    @Test func aSchemaChangeGetsNoDeltaAndTheFullSeedInstalls() async throws {
+    /// The only table changes its definition: the delta would ship it whole, as heavy as the seed, so none is published.
+    @Test func aSchemaChangeThatRewritesTheWholeSeedGetsNoDeltaAndTheFullSeedInstalls() async throws {
         let sandbox = try ChannelSandbox()
         let bundled = try sandbox.release("1.0.0", generation: 0)
         try sandbox.launch(bundled)
@@ -236,7 +237,7 @@ extension ChannelSandbox {
         let published = try sandbox.publish(offered, compressed: true)
         #expect(published.manifest.deltas.isEmpty)
         #expect(published.skippedDeltas.map(\.fromVersion) == ["1.0.0"])
-        #expect(published.skippedDeltas.first?.reason.contains("schema") == true, "\(published.skippedDeltas)")
+        #expect(published.skippedDeltas.first?.reason.contains("weighs more than half") == true, "\(published.skippedDeltas)")
         let compressed = try #require(published.manifest.compressed)
         let before = try sandbox.server.requests().count
 
@@ -338,8 +339,9 @@ extension ChannelSandbox {
         #expect(published.manifest.deltas.first?.file.size == Int64(compressed))
 
         let wide = try sandbox.release("1.2.0", generation: 2, extraColumn: true)
-        let none = try ReseedBinary.run(["diff", new.fileURL.path, wide.fileURL.path, "--delta-size"])
-        #expect(none.stdout.contains("Row-level delta: none ("), "\(none.stdout)")
+        let whole = try ReseedBinary.run(["diff", new.fileURL.path, wide.fileURL.path, "--delta-size"])
+        #expect(whole.stdout.contains(", with schema changes (format 2)\n  item: whole table, "), "\(whole.stdout)")
+        #expect(whole.stdout.contains(" rows (definition changed)\n"), "\(whole.stdout)")
     }
 
     @Test func publishingTheSameSeedsTwiceGivesIdenticalChannelFiles() throws {

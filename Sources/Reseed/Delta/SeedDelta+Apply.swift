@@ -9,6 +9,8 @@ extension SeedDelta {
         /// The schema the delta is: `main`, or ``Names/attached``.
         var schema: String
         var path: String
+        /// The formats read; another is refused as an app of that age refuses it.
+        var readable: ClosedRange<Int> = Format.rows.rawValue...Format.schema.rawValue
 
         private func invalid(_ message: String, _ error: DatabaseError? = nil) -> ReseedError {
             ReseedError(.invalidDelta, step: .applyDelta, path: path, databaseError: error, message: message)
@@ -35,8 +37,8 @@ extension SeedDelta {
             }
             guard let formatValue = fields["format"] else { throw invalid("the delta has no format") }
             guard case .int64(let format) = formatValue.storage else { throw invalid("the delta's format is not an integer") }
-            guard format == Int64(SeedDelta.format) else {
-                throw invalid("the delta has format \(format); this Reseed reads format \(SeedDelta.format) only")
+            guard let known = Format(rawValue: Int(format)), readable.contains(known.rawValue) else {
+                throw invalid("the delta has format \(format); this Reseed reads \(readable.count == 1 ? "format" : "formats") \(readable.map(String.init).joined(separator: " and ")) only")
             }
             func hash(_ key: String) throws -> String {
                 guard let value = fields[key], case .string(let text) = value.storage,
@@ -67,7 +69,8 @@ extension SeedDelta {
             return Header(
                 format: Int(format), fromContentHash: try hash("fromContentHash"), fromRowSet: fromRowSet, toContentHash: try hash("toContentHash"),
                 userVersion: try int32("userVersion"), applicationID: try int32("applicationID"),
-                tables: try readTables())
+                tables: try readTables(),
+                schemaChanges: format >= Format.schema.rawValue ? try SchemaListReader(db: db, schema: schema, path: path).read() : [])
         }
 
         private func readTables() throws -> [Header.Table] {
@@ -116,11 +119,25 @@ extension SeedDelta {
             let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted })
             var applied: Int64 = 0
             progress?(0, total)
+            let schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
+            if rowSet != nil {
+                // The row set loses every row of a table the delta drops (or replaces), read before it goes.
+                let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
+                for table in try SeedDelta.contentTables(in: "main", db) where dropped.contains(table.name) {
+                    let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
+                    try rows.forEachRow(rows.selectAll, db) { try rowSet?.remove($0, $1, of: rows) }
+                }
+            }
+            try schema.drop()
+            try schema.createTables()
+            // Tables the delta created are filled first, then the row lists of the others, virtual tables first in each group.
+            let created = Set(header.schemaChanges.filter { $0.action == .create && $0.kind == .table }.map(\.name))
+            let ordered = header.tables.filter { created.contains($0.name) } + header.tables.filter { !created.contains($0.name) }
             let targetTables = Dictionary(
                 try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             var changedVirtual: [ContentTables.Table] = []
             var checked: [(table: Header.Table, shape: TableShape, rows: TableRows?)] = []
-            for table in header.tables {
+            for table in ordered {
                 guard let target = targetTables[table.name] else {
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name), which the seed does not have")
                 }
@@ -167,6 +184,7 @@ extension SeedDelta {
                                       message: "the delta applied leaves the index of table \(table.name) inconsistent (\(problem)); rolled back")
                 }
             }
+            try schema.createOthers()
             try db.execute(sql: "PRAGMA main.user_version = \(header.userVersion)")
             try db.execute(sql: "PRAGMA main.application_id = \(header.applicationID)")
         }

@@ -3,12 +3,14 @@ import GRDB
 import ReseedSystem
 
 extension SeedDelta {
-    /// The names of the delta file's own tables and columns (format 1), shared by the builder and ``apply(deltaPath:to:expectedContentHash:)``.
+    /// The names of the delta file's own tables and columns (formats 1 and 2), shared by the builder and ``apply(deltaPath:to:expectedContentHash:)``.
     package enum Names {
         /// The header table: `key TEXT PRIMARY KEY, value`.
         package static let header = "reseed_delta"
         /// One row per changed table: `idx, name, deleted, updated, inserted`.
         package static let tables = "reseed_delta_tables"
+        /// The schema list of a format-2 delta: `idx, action, type, name, tbl_name, sql`.
+        package static let schema = "reseed_delta_schema"
         /// The schema name the delta is attached under while it is applied.
         static let attached = "reseed_delta"
         /// The column of an updated row that says which values it carries: one `0`/`1` per value column.

@@ -5,9 +5,10 @@ import GRDBSQLite
 
 /// A row-level delta between two releases of a seed, and the one way to apply it.
 ///
-/// A delta is a small SQLite file (format 1, specified in <doc:RowLevelDeltas>): a header naming
-/// the content hash it starts from and the one it leads to, and per changed table the keys of
-/// the deleted rows, the changed values of the updated rows and the inserted rows. `ReseedPackaging`'s
+/// A delta is a small SQLite file (specified in <doc:RowLevelDeltas>): a header naming the content
+/// hash it starts from and the one it leads to, and per changed table the keys of the deleted
+/// rows, the changed values of the updated rows and the inserted rows. Format 2 adds a schema
+/// list: tables, indexes, views and triggers to drop, and the `CREATE` statements of new ones. `ReseedPackaging`'s
 /// `SeedDeltaBuilder` writes it; the app applies it to a private copy of its installed seed.
 ///
 /// ```swift
@@ -16,14 +17,20 @@ import GRDBSQLite
 /// let applied = try SeedDelta.apply(deltaPath: deltaPath, to: copyPath, expectedContentHash: manifest.contentHash)
 /// ```
 package enum SeedDelta {
-    /// The format this Reseed writes and reads.
-    package static let format = 1
+    /// The formats this Reseed writes and reads: a delta without schema changes is format 1, byte
+    /// for byte as before format 2 existed, so apps that read format 1 only keep using it.
+    package enum Format: Int, Sendable {
+        /// Row lists only.
+        case rows = 1
+        /// Row lists and a schema list (``Names/schema``).
+        case schema = 2
+    }
     /// The most tables a delta may list; a seed with more has no delta.
     package static let maxTables = 10_000
 
     /// What a delta says about itself: where it starts, where it leads, and what it changes.
     struct Header: Sendable, Equatable {
-        /// The delta format (``SeedDelta/format``).
+        /// The delta format (``SeedDelta/Format``).
         var format: Int
         /// The content hash of the seed the delta applies to (64 lowercase hex digits).
         var fromContentHash: String
@@ -38,6 +45,8 @@ package enum SeedDelta {
         var applicationID: Int32
         /// The changed tables, in the order of their index in the delta.
         var tables: [Table]
+        /// The objects to drop and create (format 2); empty in format 1.
+        var schemaChanges: [SchemaChange] = []
 
         /// One changed table and how many rows of each kind the delta carries for it.
         struct Table: Sendable, Equatable {
@@ -116,8 +125,9 @@ package enum SeedDelta {
     /// mode; its commit is not synced (`synchronous = OFF`): what makes it durable is the install
     /// that copies it afterwards. The delta is attached read-only. Triggers are off and foreign keys unchecked while
     /// it applies: the delta sets rows, exactly, and the content hash checks the whole result.
-    /// All SQL is made from the target's own schema; the delta's tables must have the columns the
-    /// format expects for each table and as many rows as its header says.
+    /// All SQL is made from the target's own schema, but for a format-2 delta's `CREATE` statements,
+    /// each checked to create exactly the object it names (see <doc:RowLevelDeltas>); the delta's
+    /// tables must have the columns the format expects for each table and as many rows as its header says.
     ///
     /// `rowsApplied` hears of the apply as (rows applied, rows the header lists), `rowsHashed` of the
     /// content hash as (rows hashed, rows of the result): each call at most every few thousand

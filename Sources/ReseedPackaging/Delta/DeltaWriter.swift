@@ -3,7 +3,7 @@ import GRDB
 import Reseed
 import ReseedSystem
 
-/// Writes a delta file (format 1) from two seeds attached to one connection on it.
+/// Writes a delta file (format 1, or 2 across a schema change) from two seeds attached to one connection on it.
 struct DeltaWriter {
     var oldPath: String
     var newPath: String
@@ -16,11 +16,18 @@ struct DeltaWriter {
     private static let new = "reseed_new"
     /// The page size of every delta file: fixed, so the same seeds give the same bytes.
     static let pageSize = 4096
+    /// What the delta holds: the tables it changes, the schema objects, its format.
+    struct Written {
+        var tables: [SeedDeltaBuilder.TableCounts]
+        var schemaObjects: [SeedDeltaBuilder.SchemaObjectChange]
+        var format: SeedDelta.Format
+    }
+
     /// The most arguments one `printf` call takes (SQLite's default limit is 127).
     private static let printfArguments = 100
 
     /// Fills the empty file at ``deltaPath``; returns the changed tables, or why the seeds have no delta.
-    func write(fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
+    func write(fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
         let oldEncoding = try Self.encoding(of: oldPath)
         let newEncoding = try Self.encoding(of: newPath)
         guard oldEncoding == newEncoding else {
@@ -32,12 +39,12 @@ struct DeltaWriter {
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA trusted_schema = OFF") }
         let queue = try DatabaseQueue(path: deltaPath, configuration: configuration)
         defer { try? queue.close() }
-        return try queue.writeWithoutTransaction { db -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> in
+        return try queue.writeWithoutTransaction { db -> Result<Written, SeedDelta.NotExpressible> in
             try db.execute(sql: "PRAGMA main.page_size = \(Self.pageSize)")
             try db.execute(sql: "PRAGMA main.encoding = '\(newEncoding)'")
             try db.execute(sql: "ATTACH DATABASE ? AS \(Self.old)", arguments: [Launcher.readOnlyURI(oldPath)])
             try db.execute(sql: "ATTACH DATABASE ? AS \(Self.new)", arguments: [Launcher.readOnlyURI(newPath)])
-            var outcome: Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> = .success([])
+            var outcome: Result<Written, SeedDelta.NotExpressible> = .success(Written(tables: [], schemaObjects: [], format: .rows))
             try db.inTransaction(.immediate) {
                 outcome = try writeTables(db, fromContentHash: fromContentHash, fromRowSet: fromRowSet, toContentHash: toContentHash)
                 if case .failure = outcome { return .rollback }
@@ -51,12 +58,17 @@ struct DeltaWriter {
         }
     }
 
-    /// The schema check, then every table's row lists, then the header; inside the caller's transaction.
-    private func writeTables(_ db: Database, fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<[SeedDeltaBuilder.TableCounts], SeedDelta.NotExpressible> {
-        if let difference = try Self.schemaDifference(db) { return .failure(.init(reason: difference)) }
+    /// The schema plan, then every table's row lists, then the header (and the schema list in format 2); inside the caller's transaction.
+    private func writeTables(_ db: Database, fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
+        let plan: DeltaSchemaPlan
+        switch try DeltaSchemaPlan.make(db, old: Self.old, new: Self.new) {
+        case .failure(let failure): return .failure(failure)
+        case .success(let made): plan = made
+        }
         try db.execute(sql: "CREATE TABLE main.\(Names.header) (key TEXT PRIMARY KEY, value)")
         try db.execute(sql: "CREATE TABLE main.\(Names.tables) (idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, deleted INTEGER NOT NULL, updated INTEGER NOT NULL, inserted INTEGER NOT NULL)")
         var counts: [SeedDeltaBuilder.TableCounts] = []
+        var listed = 0
         let tables = try SeedDelta.contentTables(in: Self.new, db)
         guard tables.count <= SeedDelta.maxTables else {
             return .failure(.init(reason: "the seed has more than \(SeedDelta.maxTables) tables"))
@@ -71,26 +83,41 @@ struct DeltaWriter {
             guard shape.key.count + shape.values.count < 2000 else {
                 return .failure(.init(reason: "table \(shape.name) has too many columns for a delta's row lists"))
             }
-            if shape.keyMayBeNull, try hasNullKey(shape, db) {
+            let whole = plan.wholeTables[shape.name]
+            if shape.keyMayBeNull, try hasNullKey(shape, in: whole == nil ? [Self.old, Self.new] : [Self.new], db) {
                 return .failure(.init(reason: "table \(shape.name) has rows whose primary key holds NULL: they have no identity to match"))
             }
-            let index = counts.count + 1
+            let index = listed + 1
             var written: [Names.List: Int] = [:]
-            for list in Names.List.allCases {
-                written[list] = try writeList(list, of: shape, index: index, db)
+            // A table shipped whole is all inserted rows, into the table the delta creates empty.
+            for list in whole == nil ? Names.List.allCases : [.inserted] {
+                written[list] = try writeList(list, of: shape, index: index, whole: whole != nil, db)
             }
             let row = SeedDeltaBuilder.TableCounts(
-                name: shape.name, deleted: written[.deleted] ?? 0, updated: written[.updated] ?? 0, inserted: written[.inserted] ?? 0)
+                name: shape.name, deleted: written[.deleted] ?? 0, updated: written[.updated] ?? 0, inserted: written[.inserted] ?? 0,
+                carries: whole == nil ? .rows : .wholeTable, reason: whole ?? .rowsChanged)
+            if whole != nil { counts.append(row) }
             guard row.deleted + row.updated + row.inserted > 0 else { continue }
             try db.execute(
                 sql: "INSERT INTO main.\(Names.tables) (idx, name, deleted, updated, inserted) VALUES (?, ?, ?, ?, ?)",
                 arguments: [index, row.name, row.deleted, row.updated, row.inserted])
-            counts.append(row)
+            listed += 1
+            if whole == nil { counts.append(row) }
+        }
+        counts += plan.droppedTables.map { .init(name: $0, deleted: 0, updated: 0, inserted: 0, carries: .drop, reason: .dropped) }
+        let format: SeedDelta.Format = plan.isEmpty ? .rows : .schema
+        if !plan.isEmpty {
+            try db.execute(sql: "CREATE TABLE main.\(Names.schema) (idx INTEGER PRIMARY KEY, action TEXT NOT NULL, type TEXT NOT NULL, name TEXT NOT NULL, tbl_name TEXT NOT NULL, sql TEXT)")
+            for (offset, entry) in plan.entries.enumerated() {
+                try db.execute(
+                    sql: "INSERT INTO main.\(Names.schema) (idx, action, type, name, tbl_name, sql) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [offset + 1, entry.action, entry.type, entry.name, entry.table, entry.sql])
+            }
         }
         let userVersion = try Int.fetchOne(db, sql: "PRAGMA \(Self.new).user_version") ?? 0
         let applicationID = try Int.fetchOne(db, sql: "PRAGMA \(Self.new).application_id") ?? 0
         let header: [(String, DatabaseValueConvertible)] = [
-            ("format", SeedDelta.format), ("fromContentHash", fromContentHash), ("toContentHash", toContentHash),
+            ("format", format.rawValue), ("fromContentHash", fromContentHash), ("toContentHash", toContentHash),
             ("userVersion", userVersion), ("applicationID", applicationID),
             // The old seed's row set, for an incremental check of the result (a reader without it ignores it).
             ("fromRowSet", Data(fromRowSet)),
@@ -98,17 +125,20 @@ struct DeltaWriter {
         for (key, value) in header {
             try db.execute(sql: "INSERT INTO main.\(Names.header) (key, value) VALUES (?, ?)", arguments: [key, value])
         }
-        return .success(counts)
+        return .success(Written(tables: counts, schemaObjects: plan.objects, format: format))
     }
 
     /// Creates and fills one row list; drops it again when it is empty. Returns its row count.
-    private func writeList(_ list: Names.List, of shape: SeedDelta.TableShape, index: Int, _ db: Database) throws -> Int {
+    private func writeList(_ list: Names.List, of shape: SeedDelta.TableShape, index: Int, whole: Bool, _ db: Database) throws -> Int {
         let name = "main." + Names.table(index, list).quotedIdentifier
         let columns = Names.columns(of: list, keys: shape.key.count, values: shape.values.count)
         // No declared types: no affinity, so every value keeps its storage class.
         try db.execute(sql: "CREATE TABLE \(name) (\(columns.joined(separator: ", ")))")
         if list != .updated || !shape.values.isEmpty {
-            try db.execute(sql: "INSERT INTO \(name) (\(columns.joined(separator: ", "))) \(select(list, of: shape))")
+            let rows = whole
+                ? "SELECT \((shape.key + shape.values).quotedList()) FROM \(Self.new).\(shape.name.quotedIdentifier) ORDER BY \(shape.key.quotedList())"
+                : select(list, of: shape)
+            try db.execute(sql: "INSERT INTO \(name) (\(columns.joined(separator: ", "))) \(rows)")
         }
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(name)") ?? 0
         if count == 0 { try db.execute(sql: "DROP TABLE \(name)") }
@@ -164,31 +194,13 @@ struct DeltaWriter {
         return concatenation(groups)
     }
 
-    /// Whether either seed has a row of the table whose key holds a NULL.
-    private func hasNullKey(_ shape: SeedDelta.TableShape, _ db: Database) throws -> Bool {
+    /// Whether one of `schemas` has a row of the table whose key holds a NULL.
+    private func hasNullKey(_ shape: SeedDelta.TableShape, in schemas: [String], _ db: Database) throws -> Bool {
         let condition = shape.key.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
-        for schema in [Self.old, Self.new] where try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(schema).\(shape.name.quotedIdentifier) WHERE \(condition))") == true {
+        for schema in schemas where try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(schema).\(shape.name.quotedIdentifier) WHERE \(condition))") == true {
             return true
         }
         return false
-    }
-
-    /// The first difference between the two seeds' schemas, as the content hash sees them; nil when they are the same.
-    private static func schemaDifference(_ db: Database) throws -> String? {
-        let oldObjects = try SeedContentHash.schema(db, in: old)
-        let newObjects = try SeedContentHash.schema(db, in: new)
-        let oldByName = Dictionary(oldObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let newByName = Dictionary(newObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        for object in newObjects where oldByName[object.name] == nil {
-            return "the schema differs: \(object.type) \(object.name) is only in the new seed"
-        }
-        for object in oldObjects where newByName[object.name] == nil {
-            return "the schema differs: \(object.type) \(object.name) is only in the old seed"
-        }
-        for object in newObjects where oldByName[object.name] != object {
-            return "the schema differs: the definition of \(object.type) \(object.name) changed"
-        }
-        return nil
     }
 
     /// `PRAGMA encoding` of the database at `path`, opened read-only.

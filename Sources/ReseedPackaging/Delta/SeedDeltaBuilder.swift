@@ -4,7 +4,7 @@ import Reseed
 import ReseedSystem
 import SystemPackage
 
-/// Builds the row-level delta that turns one release of a seed into the next (format 1, see
+/// Builds the row-level delta that turns one release of a seed into the next (formats 1 and 2, see
 /// `Reseed`'s RowLevelDeltas article), and proves it does before handing it out.
 ///
 /// Both seeds are attached read-only to one connection on the new delta file, and each table's
@@ -29,14 +29,21 @@ public enum SeedDeltaBuilder {
         public var deleted: Int
         /// Rows of both seeds with at least one value that differs: the delta carries their key and changed values.
         public var updated: Int
-        /// Rows of the new seed whose key the old seed lacks: the delta carries them whole.
+        /// Rows of the new seed whose key the old seed lacks: the delta carries them whole. For a
+        /// table shipped whole, all its rows.
         public var inserted: Int
+        /// What the delta carries for the table: its changed rows, the whole table, or its drop.
+        public var carries: Carries
+        /// Why: rows changed, or the table was added, changed its definition, or was dropped.
+        public var reason: Reason
 
-        public init(name: String, deleted: Int, updated: Int, inserted: Int) {
+        public init(name: String, deleted: Int, updated: Int, inserted: Int, carries: Carries = .rows, reason: Reason = .rowsChanged) {
             self.name = name
             self.deleted = deleted
             self.updated = updated
             self.inserted = inserted
+            self.carries = carries
+            self.reason = reason
         }
     }
 
@@ -46,8 +53,13 @@ public enum SeedDeltaBuilder {
         public var fromContentHash: String
         /// The content hash of the new seed, which applying the delta was checked to reach.
         public var toContentHash: String
-        /// The changed tables, sorted by the UTF-8 bytes of their names; empty when the seeds hold the same rows.
+        /// The changed tables (rows changed, shipped whole or dropped), in the delta's order, dropped
+        /// tables last; empty when the seeds hold the same rows and schema.
         public var tables: [TableCounts]
+        /// The indexes, views and triggers the delta drops or creates, sorted by the UTF-8 bytes of their names.
+        public var schemaObjects: [SchemaObjectChange]
+        /// The delta's format: 1 without schema changes, 2 with them.
+        public var format: Int
         /// The size of the delta file, in bytes.
         public var size: Int64
     }
@@ -62,10 +74,12 @@ public enum SeedDeltaBuilder {
 
     /// Builds the delta from the seed at `oldPath` to the seed at `newPath` into a new file at `deltaPath`.
     ///
-    /// Not expressible: a schema that differs in any way (every table, index, view and trigger
-    /// of `sqlite_schema`, as the content hash counts them), seeds in different text encodings,
-    /// a table whose key holds NULL, and anything the verification catches (a zero whose sign
-    /// alone changed, say). `user_version` and `application_id` changes are expressed.
+    /// A schema change makes a format-2 delta: tables added or whose definition changed are
+    /// shipped whole, dropped tables dropped, and indexes, views and triggers dropped and created
+    /// from their `CREATE` statements. Not expressible: seeds in different text encodings, a table
+    /// whose key holds NULL, a change to a virtual table that is not FTS3/4/5 or R-tree keeping its
+    /// text, and anything the verification catches (a zero whose sign alone changed, say).
+    /// `user_version` and `application_id` changes are expressed.
     ///
     /// - Parameters:
     ///   - oldPath: The seed the delta starts from; opened read-only.
@@ -110,10 +124,10 @@ public enum SeedDeltaBuilder {
             try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
                 .write(fromContentHash: fromContentHash, fromRowSet: old.incremental.rowSet, toContentHash: toContentHash)
         }
-        let tables: [TableCounts]
+        let contents: DeltaWriter.Written
         switch written {
         case .failure(let failure): return .notExpressible(reason: failure.reason)
-        case .success(let counts): tables = counts
+        case .success(let success): contents = success
         }
         if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash,
                                     incremental: (old.incremental.hash, new.incremental.hash), directory: directory) {
@@ -121,7 +135,9 @@ public enum SeedDeltaBuilder {
         }
         let size = try packaging(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
         keep = true
-        return .built(Built(fromContentHash: fromContentHash, toContentHash: toContentHash, tables: tables, size: size))
+        return .built(Built(
+            fromContentHash: fromContentHash, toContentHash: toContentHash, tables: contents.tables,
+            schemaObjects: contents.schemaObjects, format: contents.format.rawValue, size: size))
     }
 
     /// Applies the delta to a scratch copy of the old seed beside it, as an app does (checking the

@@ -6,27 +6,28 @@ extension SeedDiff {
     /// What the row-level delta between two seeds weighs, or why there is none (`reseed diff --delta-size`).
     ///
     /// ```swift
-    /// // DeltaSize(bytes: 40960, tables: [TableCounts(name: "songs", deleted: 1, updated: 3, inserted: 2)], notExpressible: nil)
+    /// // DeltaSize(bytes: 40960, tables: [TableCounts(name: "songs", deleted: 1, updated: 3, inserted: 2)], format: 1, notExpressible: nil)
     /// ```
     public struct DeltaSize: Sendable, Codable, Equatable {
         /// The size of the delta file in bytes (uncompressed); nil when no delta can be built.
         public var bytes: Int64?
         /// Its size gzip-compressed as `reseed publish` puts it on a channel: what an update downloads.
         public var compressedBytes: Int64?
-        /// The rows it carries per changed table; empty when no delta can be built.
+        /// What it carries per changed table (rows, the whole table, a drop) and why; empty when no delta can be built.
         public var tables: [SeedDeltaBuilder.TableCounts]
-        /// Why no delta can be built, such as a schema change; nil when one can.
+        /// The indexes, views and triggers it drops or creates; empty when no delta can be built.
+        public var schemaObjects: [SeedDeltaBuilder.SchemaObjectChange] = []
+        /// Its format: 1 without schema changes, 2 with them; nil when no delta can be built.
+        public var format: Int?
+        /// Why no delta can be built, such as a change to a virtual table of another module; nil when one can.
         public var notExpressible: String?
 
-        /// The report's lines: `Row-level delta: 40960 bytes`, then one line per table.
+        /// The report's lines: `Row-level delta: 40960 bytes`, then one line per table and per schema object.
         func lines() -> [String] {
             guard let bytes else { return ["Row-level delta: none (\(notExpressible ?? "not expressible"))"] }
-            var lines = ["Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) \(Codecs.written.name)-compressed (on a channel)" } ?? "")]
-            for table in tables {
-                lines.append("  \(table.name): \(table.deleted) deleted, \(table.updated) updated, \(table.inserted) inserted")
-            }
-            if tables.isEmpty { lines.append("  no rows change") }
-            return lines
+            let header = "Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) \(Codecs.written.name)-compressed (on a channel)" } ?? "")
+                + (format == SeedDelta.Format.schema.rawValue ? ", with schema changes (format 2)" : "")
+            return [header] + SeedDeltaBuilder.contentLines(tables: tables, schemaObjects: schemaObjects)
         }
     }
 
@@ -50,7 +51,9 @@ extension SeedDiff {
                 let target = try FileSystem().openDirectory(folder, create: false).createExclusive(compressedName)
                 return try codec.compress(from: source, to: target).written
             }
-            return DeltaSize(bytes: built.size, compressedBytes: written, tables: built.tables, notExpressible: nil)
+            return DeltaSize(
+                bytes: built.size, compressedBytes: written, tables: built.tables, schemaObjects: built.schemaObjects,
+                format: built.format, notExpressible: nil)
         case .notExpressible(let reason): return DeltaSize(bytes: nil, compressedBytes: nil, tables: [], notExpressible: reason)
         }
     }

@@ -56,7 +56,7 @@ extension ChannelPublisher {
     /// Builds the delta from `release` to the seed `manifest` describes, checks it and publishes it
     /// compressed; or says why not.
     func publishDelta(from release: EarlierRelease, to manifest: ChannelManifest, in directory: Directory)
-        throws(PackagingError) -> Swift.Result<ChannelManifest.Delta, Skipped>
+        throws(PackagingError) -> Swift.Result<(ChannelManifest.Delta, SeedDeltaBuilder.Built), Skipped>
     {
         guard let info = try? directory.status(release.file), info.kind == .regular else {
             return .failure(Skipped(message: "its seed file \(release.file) is no longer in the channel folder"))
@@ -80,7 +80,7 @@ extension ChannelPublisher {
         guard let file = try publishCompressed(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true, limit: full / 2) else {
             return .failure(Skipped(message: "the delta weighs more than half the \(manifest.compressed == nil ? "" : "compressed ")seed's \(full) bytes"))
         }
-        return .success(ChannelManifest.Delta(fromVersion: release.version, fromContentHash: summary.fromContentHash, file: file))
+        return .success((ChannelManifest.Delta(fromVersion: release.version, fromContentHash: summary.fromContentHash, file: file), summary))
     }
 
     /// Compresses the file at `sourcePath` with ``Codecs/written`` into the channel file `name` (temp file, fsync, rename, folder

@@ -15,8 +15,8 @@ import SystemPackage
 ///    same seed always gives the same bytes), and for each of the last ``deltas`` releases the
 ///    channel offered (read from the `channel.json` being replaced, and its list of deltas) whose
 ///    seed file is still in the folder, a row-level delta from it is built, checked by applying it,
-///    and compressed as `<name>-<version>.from-<earlier>.delta.gz`; a delta that cannot express the
-///    change (a schema change), or weighs more than half the compressed seed, is not published;
+///    and compressed as `<name>-<version>.from-<earlier>.delta.gz` (format 2 across a schema change);
+///    a delta that cannot express the change, or weighs more than half the compressed seed, is not published;
 /// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync);
 /// 3. then `channel.json` the same way.
 ///
@@ -46,6 +46,8 @@ public struct ChannelPublisher: Sendable {
         public var compressedURL: URL
         /// The earlier versions for which no delta was published, with the reason.
         public var skippedDeltas: [(fromVersion: String, reason: String)] = []
+        /// What each published delta carries, by the version it starts from, in the order of the manifest's deltas.
+        public var deltaContents: [(fromVersion: String, built: SeedDeltaBuilder.Built)] = []
     }
 
     /// The channel folder, created when missing.
@@ -99,9 +101,12 @@ public struct ChannelPublisher: Sendable {
         (manifest.contentHash, manifest.incrementalContentHash) = try checkContentHash(of: file, seed: seed, in: directory)
         if compresses { manifest.compressed = try publishCompressed(of: directory.path(file), as: compressedFile, in: directory) }
         var skipped: [(fromVersion: String, reason: String)] = []
+        var contents: [(fromVersion: String, built: SeedDeltaBuilder.Built)] = []
         for release in earlier.prefix(deltas) {
             switch try publishDelta(from: release, to: manifest, in: directory) {
-            case .success(let delta): manifest.deltas.append(delta)
+            case .success(let (delta, built)):
+                manifest.deltas.append(delta)
+                contents.append((release.version, built))
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
         }
@@ -114,7 +119,7 @@ public struct ChannelPublisher: Sendable {
         return Result(
             manifest: manifest, seedURL: URL(fileURLWithPath: directory.path(file), isDirectory: false),
             manifestURL: URL(fileURLWithPath: directory.path(ChannelManifest.fileName), isDirectory: false), copied: copied,
-            compressedURL: URL(fileURLWithPath: directory.path(compressedFile), isDirectory: false), skippedDeltas: skipped)
+            compressedURL: URL(fileURLWithPath: directory.path(compressedFile), isDirectory: false), skippedDeltas: skipped, deltaContents: contents)
     }
 
     /// Step 1; returns false when the same bytes were already published under `file`.

@@ -1,0 +1,140 @@
+import Foundation
+import GRDB
+import Reseed
+import ReseedSystem
+
+/// What a delta does to the schema between two seeds attached to one connection: the tables it
+/// ships whole or drops, and the indexes, views and triggers it drops and creates (format 2).
+/// Empty when the schemas are the same: the delta is then format 1.
+struct DeltaSchemaPlan {
+    typealias Reason = SeedDeltaBuilder.TableCounts.Reason
+    typealias ObjectChange = SeedDeltaBuilder.SchemaObjectChange
+
+    /// One row of the delta's schema list.
+    struct Entry {
+        var action: String
+        var type: String
+        var name: String
+        var table: String
+        var sql: String?
+    }
+
+    /// The tables of the new seed shipped whole, and why.
+    var wholeTables: [String: Reason] = [:]
+    /// The tables of the old seed the new one lacks.
+    var droppedTables: [String] = []
+    /// The indexes, views and triggers that change, sorted by the UTF-8 bytes of their names.
+    var objects: [ObjectChange] = []
+    /// The schema list, drops then creations.
+    var entries: [Entry] = []
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    /// The plan from the seed attached as `old` to the one attached as `new`, or why no delta can express it.
+    static func make(_ db: Database, old: String, new: String) throws -> Result<DeltaSchemaPlan, SeedDelta.NotExpressible> {
+        let oldObjects = try SeedContentHash.schema(db, in: old)
+        let newObjects = try SeedContentHash.schema(db, in: new)
+        let oldByName = Dictionary(oldObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let newByName = Dictionary(newObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        // `SchemaObject` compares whole entries; its table and SQL are read here.
+        let oldRows = try rows(in: old, db)
+        let newRows = try rows(in: new, db)
+        let oldContent = try ContentTables.read(in: old, db)
+        let newContent = try ContentTables.read(in: new, db)
+        var plan = DeltaSchemaPlan()
+
+        // Tables first: an index or trigger of a table shipped whole is created again with it.
+        for object in newObjects where object.type == "table" {
+            if let before = oldByName[object.name] {
+                if before.type != object.type { return .failure(.init(reason: "\(object.name) is a \(before.type) in the old seed and a table in the new one")) }
+                if before != object { plan.wholeTables[object.name] = .definitionChanged }
+            } else {
+                plan.wholeTables[object.name] = .added
+            }
+        }
+        for object in oldObjects where object.type == "table" && newByName[object.name]?.type != "table" {
+            plan.droppedTables.append(object.name)
+        }
+        // An FTS table that reads its text from a table shipped whole or dropped is shipped whole too: changed row by
+        // row, its module would remove a row's old terms after the content table already holds the new text.
+        let rebuiltContent = Set(plan.wholeTables.filter { $0.value != .added }.keys.map { $0.lowercased() } + plan.droppedTables.map { $0.lowercased() })
+        for table in newContent.tables where table.kind == .virtual && plan.wholeTables[table.name] == nil {
+            if let sql = newRows[table.name]?.sql, mayReadContent(sql, from: rebuiltContent) {
+                plan.wholeTables[table.name] = .contentTableReplaced
+            }
+        }
+        for name in plan.wholeTables.keys.sorted() + plan.droppedTables {
+            let inNew = plan.wholeTables[name] != nil
+            if let refusal = try unsupported(name, content: inNew ? newContent : oldContent, in: inNew ? new : old, db) { return .failure(refusal) }
+            if plan.wholeTables[name] != .added, oldByName[name] != nil, let refusal = try unsupported(name, content: oldContent, in: old, db) {
+                return .failure(refusal)
+            }
+        }
+        let replaced = Set(plan.wholeTables.filter { $0.value != .added }.keys)
+        let rebuilt = replaced.union(plan.droppedTables)
+
+        for object in oldObjects where object.type != "table" {
+            let after = newByName[object.name]
+            guard after == nil || after != object else { continue }
+            // Dropped explicitly, before any table: even one that goes with its table is never left to chance.
+            plan.entries.append(Entry(action: "drop", type: object.type, name: object.name, table: oldRows[object.name]?.table ?? object.name, sql: nil))
+            if after == nil { plan.objects.append(ObjectChange(type: object.type, name: object.name, change: .dropped)) }
+        }
+        for name in plan.droppedTables + replaced.sorted() {
+            plan.entries.append(Entry(action: "drop", type: "table", name: name, table: name, sql: nil))
+        }
+        for name in plan.wholeTables.keys.sorted() {
+            guard let row = newRows[name] else { continue }
+            plan.entries.append(Entry(action: "create", type: "table", name: name, table: name, sql: row.sql))
+        }
+        for object in newObjects where object.type != "table" {
+            let before = oldByName[object.name]
+            let change: ObjectChange.Change?
+            if before == nil {
+                change = .added
+            } else if before != object {
+                change = .replaced
+            } else {
+                change = rebuilt.contains(newRows[object.name]?.table ?? "") ? .recreated : nil
+            }
+            guard let change else { continue }
+            plan.entries.append(Entry(action: "create", type: object.type, name: object.name, table: newRows[object.name]?.table ?? object.name, sql: newRows[object.name]?.sql))
+            plan.objects.append(ObjectChange(type: object.type, name: object.name, change: change))
+        }
+        plan.objects.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        guard plan.entries.count <= 10_000 else { return .failure(.init(reason: "the schema changes in more than 10000 objects")) }
+        return .success(plan)
+    }
+
+    /// Whether the `CREATE VIRTUAL TABLE` statement `sql` has a `content` option and names one of `tables`
+    /// (lowercased); it errs on the side of yes, which only ships a table whole.
+    private static func mayReadContent(_ sql: String, from tables: Set<String>) -> Bool {
+        guard !tables.isEmpty, sql.lowercased().contains("content") else { return false }
+        let words = sql.lowercased().split { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "$" || Int($0.unicodeScalars.first?.value ?? 0) >= 0x80) }
+        return words.contains { tables.contains(String($0)) }
+    }
+
+    /// `tbl_name` and `sql` of every entry of `sqlite_schema` of `schema`, by name.
+    private static func rows(in schema: String, _ db: Database) throws -> [String: (table: String, sql: String?)] {
+        var rows: [String: (table: String, sql: String?)] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT name, tbl_name, sql FROM \(schema.quotedIdentifier).sqlite_schema") {
+            if let name: String = row["name"] { rows[name] = (row["tbl_name"] ?? name, row["sql"]) }
+        }
+        return rows
+    }
+
+    /// Why the table `name` of `schema` cannot be dropped or created by a delta: a virtual table not
+    /// read through its module (contentless FTS, another module), or a shadow table; nil when it can.
+    private static func unsupported(_ name: String, content: ContentTables, in schema: String, _ db: Database) throws -> SeedDelta.NotExpressible? {
+        let type = try String.fetchOne(db, sql: "SELECT type FROM pragma_table_list WHERE schema = ? AND name = ?", arguments: [schema, name])
+        switch type {
+        case "virtual" where !content.tables.contains(where: { $0.name == name && $0.kind == .virtual }):
+            return .init(reason: "virtual table \(name) changes, and a delta creates or drops only FTS3/4/5 and R-tree tables that keep their text")
+        case "shadow":
+            return .init(reason: "table \(name) is a virtual table's shadow table, which a delta never writes")
+        default:
+            return nil
+        }
+    }
+
+}
