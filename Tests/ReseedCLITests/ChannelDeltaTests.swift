@@ -417,3 +417,55 @@ extension ChannelDeltaTests {
         try expectFullSeed(outcome, because: "not a regular file", offered: offered, in: sandbox)
     }
 }
+
+/// `reseed update` checks a delta's result from the rows it changed while the store file is the
+/// one its install recorded, and hashes the whole result once anything wrote to it.
+@Suite(.timeLimit(.minutes(10))) struct IncrementalDeltaCheckTests {
+    /// 1.0.0 installed by `reseed launch`, 1.0.0 then 1.1.0 published: the update's arguments.
+    func launchedAndPublished(_ sandbox: ChannelSandbox) throws -> (update: [String], launch: [String], offered: Seed) {
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        try sandbox.publish(bundled, compressed: true)
+        let offered = try sandbox.release("1.1.0", generation: 1)
+        #expect(try sandbox.publish(offered, compressed: true).manifest.deltas.count == 1)
+        let publicKey = sandbox.directory.appending("channel.pub")
+        try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: publicKey)
+        let launch = ["launch", "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+        let launched = try ReseedBinary.run(launch)
+        #expect(launched.status == 0, "\(launched.stderr)")
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--json", "--verbose"]
+        return (update, launch, offered)
+    }
+
+    @Test func aStoreUnchangedSinceItsInstallIsCheckedFromTheChangedRows() throws {
+        let sandbox = try ChannelSandbox()
+        let (update, launch, offered) = try launchedAndPublished(sandbox)
+        // A second launch opens the store (as an app does every start): it stays the file its install recorded.
+        let relaunched = try ReseedBinary.run(launch)
+        #expect(relaunched.status == 0, "\(relaunched.stderr)")
+        let result = try ReseedBinary.run(update)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((try? jsonObject(result.stdout))?["method"] as? String == "delta", "\(result.stdout)")
+        #expect(result.stderr.contains("checked the delta's result from the rows it changed"), "\(result.stderr)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try IncrementalContentHash.compute(path: sandbox.storeURL.path).hash == offered.manifest.incrementalContentHash)
+        let preferences = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
+        #expect(preferences.contains(#""incrementalContentHash": "\#(offered.manifest.incrementalContentHash ?? "")""#), "\(preferences)")
+    }
+
+    /// An app that wrote a row into its single-file store: the delta's result is hashed whole, does
+    /// not match, and the full seed replaces the store.
+    @Test func aStoreTheAppWroteToIsHashedWholeAndGetsTheFullSeed() throws {
+        let sandbox = try ChannelSandbox()
+        let (update, _, offered) = try launchedAndPublished(sandbox)
+        let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+        try queue.write { try $0.execute(sql: "UPDATE item SET label = 'changed by the app' WHERE id = 2") }
+        try queue.close()
+        let result = try ReseedBinary.run(update)
+        #expect(result.status == 0, "\(result.stderr)")
+        // The whole result was hashed: the content hash, not the incremental one, is what did not match.
+        #expect(result.stderr.contains("the delta applied yields content hash"), "\(result.stderr)")
+        #expect((try? jsonObject(result.stdout))?["method"] as? String == "full", "\(result.stdout)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+}

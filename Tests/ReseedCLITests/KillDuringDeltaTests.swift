@@ -58,7 +58,16 @@ struct KillDuringDeltaTests {
         /// The seed the store holds (by content hash) and the version recorded; a store that is neither seed is an issue.
         func state(_ label: String) throws -> String {
             let store = data.appendingPathComponent("items.sqlite")
-            let hash = try SeedContentHash.compute(path: store.path)
+            // Read from a copy with its WAL, opened as an app opens it: a kill while the install put
+            // the new store into WAL mode leaves a WAL that a read-only connection cannot recover.
+            let readable = sandbox.directory.appending("state.sqlite")
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: readable.path + suffix) }
+            try FileManager.default.copyItem(at: store, to: readable)
+            if FileManager.default.fileExists(atPath: store.path + "-wal") {
+                try FileManager.default.copyItem(atPath: store.path + "-wal", toPath: readable.path + "-wal")
+            }
+            try DatabaseQueue(path: readable.path).close()
+            let hash = try SeedContentHash.compute(path: readable.path)
             let recorded = try PreferencesFile(url: data.appendingPathComponent("preferences.json")).recordedVersion(of: "items")
             guard let holds = hashes[hash] else {
                 Issue.record("\(label): the store holds neither seed (content hash \(hash))")

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import Reseed
+@testable import Reseed
 import ReseedPackaging
 import ReseedTestSupport
 import Testing
@@ -111,7 +111,11 @@ import Testing
                 schemaChanges += schemaChange ? 1 : 0
                 let target = sandbox.appending("target-\(round).sqlite").path
                 try FileManager.default.copyItem(atPath: oldPath, toPath: target)
-                _ = try SeedDelta.apply(deltaPath: deltaPath, to: target, expectedContentHash: delta.toContentHash)
+                let expected = try IncrementalContentHash.compute(path: newPath).hash
+                let applied = try SeedDelta.apply(
+                    deltaPath: deltaPath, to: target, expectedContentHash: delta.toContentHash,
+                    incremental: (installed: try IncrementalContentHash.compute(path: oldPath).hash, expected: expected))
+                failures.check(applied.incrementalContentHash == expected, "round \(round): not checked incrementally")
                 failures.check(try SeedContentHash.compute(path: target) == SeedContentHash.compute(path: newPath), "round \(round): applied ≠ new")
             }
         }

@@ -53,6 +53,14 @@ final class DeltaSandbox: Sendable {
         #expect(applied.contentHash == (try hash(new)), sourceLocation: sourceLocation)
         #expect(try hash(target) == (try hash(new)), sourceLocation: sourceLocation)
         #expect(built.fromContentHash == (try hash(old)), sourceLocation: sourceLocation)
+        // Again as an app applies it: the result checked from the rows the delta changed.
+        try copyOld()
+        let expected = try IncrementalContentHash.compute(path: new).hash
+        let incremental = try SeedDelta.apply(
+            deltaPath: delta, to: target, expectedContentHash: built.toContentHash,
+            incremental: (installed: try IncrementalContentHash.compute(path: old).hash, expected: expected))
+        #expect(incremental.incrementalContentHash == expected, sourceLocation: sourceLocation)
+        #expect(try hash(target) == (try hash(new)), sourceLocation: sourceLocation)
         return built
     }
 

@@ -76,8 +76,11 @@ import Testing
 
         // The files differ; their content does not.
         #expect(try Data(contentsOf: small) != Data(contentsOf: base))
+        let incremental = try IncrementalContentHash.compute(path: base.path)
+        #expect(incremental.hash != reference && incremental.rowSet.count == 2048)
         for url in [small, large, utf16, wal, vacuumed, base] {
             #expect(try hash(url) == reference, "\(url.lastPathComponent)")
+            #expect(try IncrementalContentHash.compute(path: url.path) == incremental, "\(url.lastPathComponent)")
         }
     }
 
@@ -107,6 +110,7 @@ import Testing
         let base = sandbox.appending("base.sqlite")
         try build(base)
         var seen = [try hash(base): "base"]
+        var seenIncremental = [try IncrementalContentHash.compute(path: base.path).hash: "base"]
         for (index, (change, statements)) in variants.enumerated() {
             let url = sandbox.appending("variant-\(index).sqlite")
             try FileManager.default.copyItem(at: base, to: url)
@@ -118,6 +122,9 @@ import Testing
             let changed = try hash(url)
             #expect(seen[changed] == nil, "\(change) gives the hash of \(seen[changed] ?? "")")
             seen[changed] = change
+            let incremental = try IncrementalContentHash.compute(path: url.path).hash
+            #expect(seenIncremental[incremental] == nil, "\(change) gives the incremental hash of \(seenIncremental[incremental] ?? "")")
+            seenIncremental[incremental] = change
         }
     }
 

@@ -24,12 +24,21 @@ extension Installation {
             throw ReseedError(.invalidManifest, step: .applyDelta, path: deltaPath, message: "the channel states no content hash for the delta's result")
         }
         do throws(ReseedError) {
-            let scale = try copyInstalledStore(into: temporary, progress: progress)
-            _ = try SeedDelta.apply(
-                deltaPath: deltaPath, to: path, expectedContentHash: expected,
+            let (scale, fingerprint) = try copyInstalledStore(into: temporary, progress: progress)
+            let incremental = try incrementalCheck(storeFingerprint: fingerprint)
+            let applied = try SeedDelta.apply(
+                deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: incremental,
                 rowsApplied: scale.map { scale in { scale.report(.apply, $0, of: $1) } },
                 rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } })
             scale?.report(.hash, 1, of: 1)
+            if applied.incrementalContentHash != nil {
+                logger.info("checked the delta's result from the rows it changed", metadata: ["store": "\(storePath)"])
+            } else {
+                logger.info("hashed the delta's whole result", metadata: [
+                    "store": "\(storePath)",
+                    "reason": "\(incremental == nil ? "no incremental content hash recorded for this store file" : "the delta does not start from the recorded row set")",
+                ])
+            }
             try during(.applyDelta, path: path) { try directory.syncFile(temporary) }
             let bytes = try during(.verify, path: path) { () throws -> [UInt8] in
                 let file = try FileSystem.openRegularFile(path)
@@ -47,6 +56,20 @@ extension Installation {
         }
     }
 
+    /// The incremental content hashes a delta's result may be checked with (see
+    /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:rowsApplied:rowsHashed:)``): the
+    /// one recorded for the installed seed and the manifest's. Nil, and the whole result is hashed,
+    /// when either is missing or the store file no longer has the fingerprint recorded when it was
+    /// installed: then something wrote to it since (an app that uses a single-file store as its own),
+    /// and only the whole content says what it holds.
+    private func incrementalCheck(storeFingerprint: String?) throws(ReseedError) -> (installed: String, expected: String)? {
+        guard let expected = manifest.incrementalContentHash, let storeFingerprint else { return nil }
+        let (contents, entries) = try preferences.readEntries()
+        guard case .valid = contents, let entry = entries[manifest.name], entry.storeFingerprint == storeFingerprint,
+              let installed = entry.incrementalContentHash else { return nil }
+        return (installed, expected)
+    }
+
     /// Copies the installed store into a new file `name` with SQLite's backup, which reads a
     /// consistent snapshot whatever the store's journal mode (a single-file store runs in WAL, and
     /// may be open in a ``LiveStore``), then gives the copy a rollback journal, as every seed has.
@@ -56,10 +79,11 @@ extension Installation {
     ///
     /// With `progress`, the copy goes a step of 1 MiB at a time in one read transaction of the
     /// store (a snapshot the steps all read), reported after each step; the scale it returns goes
-    /// on with the apply and the content hash.
+    /// on with the apply and the content hash. It also returns the store's fingerprint as it was
+    /// before the copy.
     private func copyInstalledStore(
         into name: String, progress report: (@Sendable (Int64, Int64) -> Void)?
-    ) throws(ReseedError) -> DeltaProgress? {
+    ) throws(ReseedError) -> (progress: DeltaProgress?, storeFingerprint: String?) {
         let status = try during(.applyDelta, path: storePath) { try directory.status(storeName) }
         let kind = status?.kind
         guard kind == .regular else {
@@ -102,7 +126,7 @@ extension Installation {
             }
             try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
         }
-        return progress
+        return (progress, status?.fingerprint)
     }
 }
 

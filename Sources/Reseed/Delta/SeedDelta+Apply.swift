@@ -54,8 +54,20 @@ extension SeedDelta {
                 return result
             }
             guard tables.contains(Names.tables) else { throw invalid("the delta has no \(Names.tables) table") }
+            // Longer than the fields above: read on its own, only when it has exactly its size.
+            var fromRowSet: RowSetHash?
+            if fields.keys.contains("fromRowSet") {
+                let bytes = try Data.fetchOne(db, sql: """
+                    SELECT value FROM \(schema).\(Names.header)
+                    WHERE key = 'fromRowSet' AND typeof(value) = 'blob' AND length(value) = \(RowSetHash.byteCount)
+                    """)
+                guard let rowSet = bytes.flatMap({ RowSetHash(bytes: [UInt8]($0)) }) else {
+                    throw invalid("the delta's fromRowSet is not a \(RowSetHash.byteCount)-byte BLOB")
+                }
+                fromRowSet = rowSet
+            }
             return Header(
-                format: Int(format), fromContentHash: try hash("fromContentHash"), toContentHash: try hash("toContentHash"),
+                format: Int(format), fromContentHash: try hash("fromContentHash"), fromRowSet: fromRowSet, toContentHash: try hash("toContentHash"),
                 userVersion: try int32("userVersion"), applicationID: try int32("applicationID"),
                 tables: try readTables(),
                 schemaChanges: format >= Format.schema.rawValue ? try SchemaListReader(db: db, schema: schema, path: path).read() : [])
@@ -101,11 +113,21 @@ extension SeedDelta {
         /// The rows of a list one statement applies when progress is reported; without it, a list is one statement.
         static let rowsPerStep = 1024
 
-        func run() throws {
+        /// Applies every row list; with `rowSet`, removes from it each row a list deletes or updates
+        /// before the change and adds each row it updates or inserts after it (see ``IncrementalContentHash``).
+        func run(rowSet: inout RowSetAccumulator?) throws {
             let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted })
             var applied: Int64 = 0
             progress?(0, total)
             let schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
+            if rowSet != nil {
+                // The row set loses every row of a table the delta drops (or replaces), read before it goes.
+                let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
+                for table in try SeedDelta.contentTables(in: "main", db) where dropped.contains(table.name) {
+                    let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
+                    try rows.forEachRow(rows.selectAll, db) { try rowSet?.remove($0, $1, of: rows) }
+                }
+            }
             try schema.drop()
             try schema.createTables()
             // Tables the delta created are filled first, then the row lists of the others, virtual tables first in each group.
@@ -114,6 +136,7 @@ extension SeedDelta {
             let targetTables = Dictionary(
                 try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             var changedVirtual: [ContentTables.Table] = []
+            var checked: [(table: Header.Table, shape: TableShape, rows: TableRows?)] = []
             for table in ordered {
                 guard let target = targetTables[table.name] else {
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name), which the seed does not have")
@@ -128,12 +151,30 @@ extension SeedDelta {
                 for list in Names.List.allCases where table.count(list) > 0 {
                     try checkList(list, of: table, shape: shape)
                 }
+                checked.append((table, shape, try rowSet.map { _ in try TableRows(table.name, withoutRowid: target.withoutRowid, db) }))
+            }
+            // The row set loses the rows the delta deletes or updates, read before any table changes,
+            // and gains the rows it updates or inserts, read after every table changed: an
+            // external-content FTS table reads its text from another table the delta may change after it.
+            for (table, shape, rows) in checked {
+                guard let rows else { continue }
+                for list in [Names.List.deleted, .updated] where table.count(list) > 0 {
+                    try track(list, of: table, shape: shape, rows: rows, into: &rowSet, adding: false)
+                }
+            }
+            for (table, shape, _) in checked {
                 // Deletes first, so that an inserted row may take a deleted row's key or unique value.
                 for list in Names.List.allCases where table.count(list) > 0 {
                     try apply(list, of: table, shape: shape) { rows in
                         applied += Int64(rows)
                         progress?(min(applied, total), total)
                     }
+                }
+            }
+            for (table, shape, rows) in checked {
+                guard let rows else { continue }
+                for list in [Names.List.updated, .inserted] where table.count(list) > 0 {
+                    try track(list, of: table, shape: shape, rows: rows, into: &rowSet, adding: true)
                 }
             }
             // A module's own check of the index it kept: the content hash reads rows, not the index.
@@ -176,6 +217,24 @@ extension SeedDelta {
                 guard malformed == 0 else {
                     throw invalid("table \(table.name): \(malformed) updated row(s) whose \(Names.changed) is not \(shape.values.count) digits 0 or 1")
                 }
+            }
+        }
+
+        /// Removes from (or adds to) `rowSet` the rows of the target whose key the row list `list`
+        /// holds, read as the content hashes read them: before the delta, the rows a delete or an
+        /// update changes; after it, the rows an update or an insert wrote. They must be as many as
+        /// the list's rows, as the list's statement touches exactly those: so the row set follows the table.
+        private func track(
+            _ list: Names.List, of table: Header.Table, shape: TableShape, rows: TableRows, into rowSet: inout RowSetAccumulator?, adding: Bool
+        ) throws {
+            let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
+            let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
+            let sql = rows.select(where: "\(left) IN (SELECT \(Names.keys(shape.key.count).joined(separator: ", ")) FROM \(source))")
+            let count = try rows.forEachRow(sql, db) { statement, columns in
+                if adding { try rowSet?.add(statement, columns, of: rows) } else { try rowSet?.remove(statement, columns, of: rows) }
+            }
+            guard count == Int64(table.count(list)) else {
+                throw mismatch(list, table, "\(count) row(s) of the seed have the keys of the \(table.count(list)) the delta lists", nil)
             }
         }
 

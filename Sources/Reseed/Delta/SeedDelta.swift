@@ -34,6 +34,9 @@ package enum SeedDelta {
         var format: Int
         /// The content hash of the seed the delta applies to (64 lowercase hex digits).
         var fromContentHash: String
+        /// The ``RowSetHash`` of the seed it applies to (key `fromRowSet`, a 2,048-byte BLOB), for
+        /// an incremental check of the result; nil in a delta written before it existed.
+        var fromRowSet: RowSetHash?
         /// The content hash of the seed applying it yields.
         var toContentHash: String
         /// `PRAGMA user_version` of the new seed.
@@ -77,8 +80,12 @@ package enum SeedDelta {
     package struct Applied: Sendable, Equatable {
         /// The delta's header; its counts are the rows deleted, updated and inserted.
         var header: Header
-        /// The content hash of the result, checked equal to the expected one before the commit.
+        /// The content hash of the result: computed and checked equal to the expected one before
+        /// the commit or, when ``incrementalContentHash`` was checked instead, the expected one.
         var contentHash: String
+        /// The result's ``IncrementalContentHash``, checked before the commit from the rows the
+        /// delta changed; nil when the whole result was hashed instead.
+        var incrementalContentHash: String?
     }
 
     /// Reads and checks the header of the delta at `path`, opened read-only.
@@ -105,6 +112,15 @@ package enum SeedDelta {
     /// Applies the delta at `deltaPath` to the seed at `targetPath` in one transaction, and commits
     /// only if the result's content hash is `expectedContentHash`.
     ///
+    /// With `incremental` (the ``IncrementalContentHash`` recorded for the target, and the one the
+    /// result must have) and a delta that carries the row set it starts from, the result is checked
+    /// without reading it whole: when the target's schema with the delta's starting row set gives
+    /// `incremental.installed`, each row the delta changes is removed from that row set before the
+    /// change and added after it, and the result's schema with the row set reached must give
+    /// `incremental.expected`. The rows the delta does not touch are taken to be the ones the
+    /// recorded hash covers: the caller passes `incremental` only for a target it knows unchanged
+    /// since (see <doc:ContentHash>). Otherwise the whole result is hashed, as without it.
+    ///
     /// `targetPath` must be a private copy (a temp file nobody else opens) in rollback-journal
     /// mode; its commit is not synced (`synchronous = OFF`): what makes it durable is the install
     /// that copies it afterwards. The delta is attached read-only. Triggers are off and foreign keys unchecked while
@@ -127,7 +143,7 @@ package enum SeedDelta {
     ///   `expectedContentHash` or the result hashes otherwise (the message names both hashes);
     ///   ``ReseedError/Code/database`` when SQLite fails.
     package static func apply(
-        deltaPath: String, to targetPath: String, expectedContentHash: String,
+        deltaPath: String, to targetPath: String, expectedContentHash: String, incremental: (installed: String, expected: String)? = nil,
         rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil
     ) throws(ReseedError) -> Applied {
         var configuration = Configuration()
@@ -153,17 +169,35 @@ package enum SeedDelta {
                     throw ReseedError(.verificationFailed, step: .applyDelta, path: deltaPath, message:
                         "the delta leads to content hash \(header.toContentHash), not the expected \(expectedContentHash)")
                 }
-                var reached = ""
+                var reached = expectedContentHash
+                var reachedIncremental: String?
                 try db.inTransaction(.immediate) {
-                    try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath, progress: rowsApplied).run()
-                    reached = try SeedContentHash.compute(db: db, progress: rowsHashed)
-                    guard reached == expectedContentHash else {
-                        throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath, message:
-                            "the delta applied yields content hash \(reached), not the expected \(expectedContentHash); rolled back")
+                    // The incremental check when the delta's starting row set is the one the caller
+                    // recorded for this seed (its schema read from the target); else the whole result is hashed.
+                    var rowSet: RowSetAccumulator?
+                    if let incremental, let start = header.fromRowSet,
+                       try IncrementalContentHash.digest(db, rowSet: start) == incremental.installed {
+                        rowSet = RowSetAccumulator(hash: start)
+                    }
+                    try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath, progress: rowsApplied).run(rowSet: &rowSet)
+                    if let incremental, let tracked = rowSet?.hash {
+                        let digest = try IncrementalContentHash.digest(db, rowSet: tracked)
+                        guard digest == incremental.expected else {
+                            throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath, message:
+                                "the delta applied yields incremental content hash \(digest), not the expected \(incremental.expected); rolled back")
+                        }
+                        reachedIncremental = digest
+                        rowsHashed?(1, 1)
+                    } else {
+                        reached = try SeedContentHash.compute(db: db, progress: rowsHashed)
+                        guard reached == expectedContentHash else {
+                            throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath, message:
+                                "the delta applied yields content hash \(reached), not the expected \(expectedContentHash); rolled back")
+                        }
                     }
                     return .commit
                 }
-                return Applied(header: header, contentHash: reached)
+                return Applied(header: header, contentHash: reached, incrementalContentHash: reachedIncremental)
             }
         }
     }

@@ -133,11 +133,11 @@ struct InstallPipeline: Sendable {
         }
     }
 
-    /// Records the new version (``Installation/recordVersion()``).
+    /// Records the new version (``Installation/recordVersion(installed:)``); `installed`: the store was swapped in just now.
     ///
     /// - Returns: where corrupt preferences were moved aside, if they were.
-    func record() throws(Failure) -> URL? {
-        try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion() }
+    func record(installed: Bool) throws(Failure) -> URL? {
+        try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion(installed: installed) }
     }
 
     /// Stage and swap, for a caller that has no connection on the store (a launch, an update of a

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import ReseedSystem
 import SystemPackage
@@ -59,7 +60,9 @@ struct Installation {
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var outcome = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
-        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record() { outcome.preferencesMovedAside = aside }
+        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: decision.installs) {
+            outcome.preferencesMovedAside = aside
+        }
         user.report(in: &outcome)
         outcome.adoptedFrom = adoption.adoptedFrom
         outcome.legacyStoresLeftInPlace = adoption.leftInPlace
@@ -165,14 +168,48 @@ struct Installation {
     /// With a user store, the entry also says the store file holds no user tables (`"userStore"`);
     /// without one, a `"userStore"` an earlier launch recorded is cleared. The seed's content hash
     /// is recorded when its manifest has one, and an earlier one cleared when it has none.
-    func recordVersion() throws(ReseedError) -> URL? {
+    ///
+    /// When the store was `installed` just now, its incremental content hash and the store file's
+    /// fingerprint are recorded too (or cleared, for a manifest without one): a later delta checks
+    /// its result from the changed rows only while the file still has that fingerprint.
+    func recordVersion(installed: Bool) throws(ReseedError) -> URL? {
         var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)]
         if let userStore = configuration.userStore { changes.append(.userStore(userStore.name)) }
         // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
         if let contentHash = manifest.contentHash { changes.append(.contentHash(contentHash)) }
         var clearing: [PreferencesFile.Entry.Field] = configuration.userStore == nil ? [.userStore] : []
         if manifest.contentHash == nil { clearing.append(.contentHash) }
+        if installed {
+            // A single-file store switched to WAL now, as its first open would: that open then
+            // writes nothing to the file, and the fingerprint recorded here holds until someone writes.
+            if configuration.userStore == nil, !switchStoreToWAL() {
+                clearing += [.incrementalContentHash, .storeFingerprint]
+                return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
+            }
+            let fingerprint = try during(.recordVersion, path: storePath) { try directory.status(storeName)?.fingerprint }
+            if let incremental = manifest.incrementalContentHash, let fingerprint {
+                changes += [.incrementalContentHash(incremental), .storeFingerprint(fingerprint)]
+            } else {
+                clearing += [.incrementalContentHash, .storeFingerprint]
+            }
+        }
         return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
+    }
+
+    /// Puts the store just swapped in into WAL mode (it is a database nobody else has open yet, or
+    /// a live store's own pool has switched it already); false when SQLite did not.
+    private func switchStoreToWAL() -> Bool {
+        do {
+            var walConfiguration = GRDB.Configuration()
+            walConfiguration.label = "reseed.journalMode"
+            let queue = try DatabaseQueue(path: storePath, configuration: walConfiguration)
+            defer { try? queue.close() }
+            let mode = try queue.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode = WAL") }
+            return mode?.lowercased() == "wal"
+        } catch {
+            logger.notice("the store was not switched to WAL after its install", metadata: ["path": "\(storePath)", "error": "\(error)"])
+            return false
+        }
     }
 
     /// Step 5 is due when the store changed, the preferences did not say what it holds, or they

@@ -13,7 +13,7 @@ extension PreferencesFile {
     struct Entry: Sendable, Equatable {
         /// The fields Reseed keeps, by their key in the entry.
         enum Field: String, Sendable, CaseIterable {
-            case version, source, userStore, contentHash, userStoreChecked, channel
+            case version, source, userStore, contentHash, incrementalContentHash, storeFingerprint, userStoreChecked, channel
         }
 
         /// The installed seed version.
@@ -26,6 +26,11 @@ extension PreferencesFile {
         /// The installed seed's ``SeedContentHash`` (64 lowercase hex digits), where a channel's
         /// row-level delta may start from.
         var contentHash: String?
+        /// The installed seed's ``IncrementalContentHash``, recorded when it was installed.
+        var incrementalContentHash: String?
+        /// The store file's ``FileStatus/fingerprint`` right after that install: while the file
+        /// still has it, nobody wrote to it, and a delta may check its result incrementally.
+        var storeFingerprint: String?
         /// The fingerprint of the user store's last complete check (see ``UserStoreSchema``).
         var userStoreChecked: String?
         /// What the last check of a channel returned, for a conditional request next time.
@@ -39,6 +44,8 @@ extension PreferencesFile {
             source = node[Field.source.rawValue]?.string.flatMap(SeedSource.init(rawValue:))
             userStore = node[Field.userStore.rawValue]?.string
             contentHash = node[Field.contentHash.rawValue]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil }
+            incrementalContentHash = node[Field.incrementalContentHash.rawValue]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil }
+            storeFingerprint = node[Field.storeFingerprint.rawValue]?.string
             userStoreChecked = node[Field.userStoreChecked.rawValue]?.string
             channel = node[Field.channel.rawValue].flatMap(ChannelValidators.init(node:))
         }
@@ -50,6 +57,8 @@ extension PreferencesFile {
         case source(SeedSource)
         case userStore(String)
         case contentHash(String)
+        case incrementalContentHash(String)
+        case storeFingerprint(String)
         case userStoreChecked(String)
         case channel(ChannelValidators)
 
@@ -60,6 +69,8 @@ extension PreferencesFile {
             case .source: .source
             case .userStore: .userStore
             case .contentHash: .contentHash
+            case .incrementalContentHash: .incrementalContentHash
+            case .storeFingerprint: .storeFingerprint
             case .userStoreChecked: .userStoreChecked
             case .channel: .channel
             }
@@ -68,7 +79,8 @@ extension PreferencesFile {
         /// The new value as JSON text.
         var json: String {
             switch self {
-            case .version(let text), .userStore(let text), .contentHash(let text), .userStoreChecked(let text): JSONNode.quote(text)
+            case .version(let text), .userStore(let text), .contentHash(let text), .incrementalContentHash(let text),
+                 .storeFingerprint(let text), .userStoreChecked(let text): JSONNode.quote(text)
             case .source(let source): JSONNode.quote(source.rawValue)
             case .channel(let validators): validators.json
             }

@@ -97,7 +97,7 @@ extension LiveStore {
         // proportion to its size.
         let recorded = await offload { () -> Result<Void, InstallPipeline.Failure> in
             defer { if let retired { _ = try? prepared.pipeline.installation.directory.remove(retired) } }
-            return Result { () throws(InstallPipeline.Failure) in _ = try prepared.pipeline.record() }
+            return Result { () throws(InstallPipeline.Failure) in _ = try prepared.pipeline.record(installed: true) }
         }
         try recorded.get()
         var outcome = ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)

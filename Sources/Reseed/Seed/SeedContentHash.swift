@@ -52,12 +52,37 @@ public enum SeedContentHash {
     /// tables): after every ``rowsPerProgress`` rows and at the end of each table, so the last call
     /// has the total. The rows are counted first, only when `progress` is given; the hash is the same.
     static func compute(db: Database, progress: ((_ hashed: Int64, _ total: Int64) -> Void)?) throws -> String {
+        var rowSet: RowSetAccumulator?
+        return try compute(db: db, progress: progress, rowSet: &rowSet)
+    }
+
+    /// The content hash and the ``IncrementalContentHash`` of the database file at `path` in one
+    /// pass over its rows (what `reseed package` records).
+    ///
+    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/verify``) as ``compute(path:)``.
+    public static func computeWithIncremental(path: String) throws(ReseedError) -> (contentHash: String, incremental: IncrementalContentHash) {
+        try during(.verify, path: path) {
+            var configuration = Configuration()
+            configuration.readonly = true
+            configuration.label = "reseed.contentHash"
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            return try queue.read { db in
+                var rowSet: RowSetAccumulator? = RowSetAccumulator()
+                let contentHash = try compute(db: db, progress: nil, rowSet: &rowSet)
+                let rows = rowSet?.hash ?? RowSetHash()
+                return (contentHash, try IncrementalContentHash(db: db, rowSet: rows))
+            }
+        }
+    }
+
+    private static func compute(db: Database, progress: ((Int64, Int64) -> Void)?, rowSet: inout RowSetAccumulator?) throws -> String {
         var hasher = ContentHasher()
         if db.isInsideTransaction {
-            try hash(db, into: &hasher, progress: progress)
+            try hash(db, into: &hasher, progress: progress, rowSet: &rowSet)
         } else {
             try db.inTransaction(.deferred) {
-                try hash(db, into: &hasher, progress: progress)
+                try hash(db, into: &hasher, progress: progress, rowSet: &rowSet)
                 return .commit
             }
         }
@@ -76,7 +101,9 @@ public enum SeedContentHash {
         var sql: String?
     }
 
-    private static func hash(_ db: Database, into hasher: inout ContentHasher, progress: ((Int64, Int64) -> Void)?) throws {
+    private static func hash(
+        _ db: Database, into hasher: inout ContentHasher, progress: ((Int64, Int64) -> Void)?, rowSet: inout RowSetAccumulator?
+    ) throws {
         let content = try ContentTables.read(db)
         hasher.text(Array("reseed-content-hash".utf8))
         // Version 2 reads FTS and R-tree tables through their module (see `ContentTables`); a
@@ -85,14 +112,7 @@ public enum SeedContentHash {
         hasher.integer(try Int64.fetchOne(db, sql: "PRAGMA main.user_version") ?? 0)
         hasher.integer(try Int64.fetchOne(db, sql: "PRAGMA main.application_id") ?? 0)
 
-        let objects = try schema(db, layout: content.layout)
-        hasher.integer(Int64(objects.count))
-        for object in objects {
-            hasher.text(Array(object.type.utf8))
-            hasher.text(Array(object.name.utf8))
-            hasher.text(Array(object.table.utf8))
-            if let sql = object.sql { hasher.text(Array(sql.utf8)) } else { hasher.null() }
-        }
+        hashSchema(try schema(db, layout: content.layout), into: &hasher)
 
         // In the order of the names, as version 1 hashed its tables.
         let tables = content.tables.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -105,7 +125,18 @@ public enum SeedContentHash {
             counter = RowCounter(total: total, report: progress)
         }
         for table in tables {
-            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher, counter: &counter)
+            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher, counter: &counter, rowSet: &rowSet)
+        }
+    }
+
+    /// The schema objects as the encoding lists them: their count, then each one's type, name, table and SQL.
+    static func hashSchema(_ objects: [SchemaObject], into hasher: inout ContentHasher) {
+        hasher.integer(Int64(objects.count))
+        for object in objects {
+            hasher.text(Array(object.type.utf8))
+            hasher.text(Array(object.name.utf8))
+            hasher.text(Array(object.table.utf8))
+            if let sql = object.sql { hasher.text(Array(sql.utf8)) } else { hasher.null() }
         }
     }
 
@@ -131,7 +162,7 @@ public enum SeedContentHash {
         try schema(db, in: schemaName, layout: ContentTables.read(in: schemaName, db).layout)
     }
 
-    private static func schema(_ db: Database, in schemaName: String = "main", layout: Set<String>) throws -> [SchemaObject] {
+    static func schema(_ db: Database, in schemaName: String = "main", layout: Set<String>) throws -> [SchemaObject] {
         try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM \(schemaName.quotedIdentifier).sqlite_schema")
             .map { SchemaObject(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
             .filter { !$0.name.lowercased().hasPrefix("sqlite_") && !layout.contains($0.table.lowercased()) }
@@ -139,50 +170,101 @@ public enum SeedContentHash {
     }
 
     /// One table: its name, whether rows carry their rowid, its column count, then each row, then an end mark.
+    /// With `rowSet`, each row is also added to the incremental content hash's row set.
     private static func hashRows(
-        of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher, counter: inout RowCounter?
+        of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher,
+        counter: inout RowCounter?, rowSet: inout RowSetAccumulator?
     ) throws {
+        let rows = try TableRows(table, withoutRowid: withoutRowid, db)
+        hasher.text(Array(table.utf8))
+        hasher.integer(rows.hashesRowid ? 1 : 0)
+        hasher.integer(Int64(rows.columnCount))
+        try rows.forEachRow(rows.selectAll, db) { raw, count in
+            hasher.mark(.row)
+            for index in 0..<count { hasher.value(raw, index) }
+            try rowSet?.add(raw, count, of: rows)
+            counter?.row()
+        }
+        hasher.mark(.endOfTable)
+        counter?.reportNow()
+    }
+}
+
+/// How the content hashes read one table's rows (see <doc:ContentHash>): its stored columns in
+/// column order, preceded by the rowid when it is the rows' only identity, in key order.
+struct TableRows {
+    /// The table's name, unquoted.
+    var table: String
+    /// The table has no primary key: its rowid is the rows' identity, and is hashed.
+    var hashesRowid: Bool
+    /// The stored, not generated, columns.
+    var columnCount: Int
+    /// What each row is read as: the rowid when hashed, then the stored columns, quoted.
+    var selected: [String]
+    /// The table's key columns, quoted, in key order; the rowid alone for a table with no key.
+    var key: [String]
+    /// `ORDER BY` of the canonical order.
+    var order: String
+
+    /// Reads the columns of `table` in the `main` database.
+    ///
+    /// - Throws: the `DatabaseError` of reading them, or one naming a table with no primary key
+    ///   whose columns hide the rowid.
+    init(_ table: String, withoutRowid: Bool, _ db: Database) throws {
+        self.table = table
         let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedIdentifier))")
         // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.
         let stored = columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }
         let names: [String] = stored.map { $0["name"] ?? "" }
-        let key: [String] = stored
+        let declaredKey: [String] = stored
             .filter { ($0["pk"] as Int? ?? 0) > 0 }
             .sorted { ($0["pk"] as Int? ?? 0) < ($1["pk"] as Int? ?? 0) }
-            .map { $0["name"] ?? "" }
+            .map { ($0["name"] as String? ?? "").quotedIdentifier }
         let lowercased = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
         let rowid = withoutRowid ? nil : ["rowid", "_rowid_", "oid"].first { !lowercased.contains($0) }
         // Without a primary key, the rowid is the row's identity (as `reseed diff` matches rows) and is hashed.
-        let hashesRowid = key.isEmpty
+        hashesRowid = declaredKey.isEmpty
         if hashesRowid && rowid == nil {
             throw DatabaseError(resultCode: .SQLITE_ERROR, message: "table \(table) has no primary key and columns named rowid, _rowid_ and oid hide its rowid: its rows have no order to hash")
         }
+        columnCount = names.count
         // With a key, the rowid only orders rows whose key is NULL, which a rowid table allows.
-        let order = (key.map(\.quotedIdentifier) + (rowid.map { [$0] } ?? [])).joined(separator: ", ")
-        let selected = ((hashesRowid ? rowid.map { [$0] } ?? [] : []) + names.map(\.quotedIdentifier))
-        let sql = "SELECT \(selected.isEmpty ? "NULL" : selected.joined(separator: ", ")) FROM main.\(table.quotedIdentifier) ORDER BY \(order)"
+        order = (declaredKey + (rowid.map { [$0] } ?? [])).joined(separator: ", ")
+        key = hashesRowid ? (rowid.map { [$0] } ?? []) : declaredKey
+        selected = (hashesRowid ? rowid.map { [$0] } ?? [] : []) + names.map(\.quotedIdentifier)
+    }
 
-        hasher.text(Array(table.utf8))
-        hasher.integer(hashesRowid ? 1 : 0)
-        hasher.integer(Int64(names.count))
+    private var columnList: String { selected.isEmpty ? "NULL" : selected.joined(separator: ", ") }
+
+    /// Every row, in the canonical order.
+    var selectAll: String { "SELECT \(columnList) FROM main.\(table.quotedIdentifier) ORDER BY \(order)" }
+
+    /// The rows `predicate` (an SQL expression over the table's columns) selects, in no particular order.
+    func select(where predicate: String) -> String {
+        "SELECT \(columnList) FROM main.\(table.quotedIdentifier) WHERE \(predicate)"
+    }
+
+    /// Steps `sql` (a select of this table's ``selected`` columns), calling `body` with the raw
+    /// statement and its column count for each row; returns the rows stepped.
+    ///
+    /// - Throws: the `DatabaseError` of a step, or what `body` throws.
+    @discardableResult
+    func forEachRow(_ sql: String, arguments: StatementArguments = [], _ db: Database, _ body: (OpaquePointer, Int32) throws -> Void) throws -> Int64 {
         let statement = try db.makeStatement(sql: sql)
+        try statement.setArguments(arguments)
         let raw = statement.sqliteStatement
+        defer { sqlite3_reset(raw) }
         let count = Int32(selected.count)
+        var rows: Int64 = 0
         while true {
             let code = sqlite3_step(raw)
-            if code == SQLITE_DONE { break }
+            if code == SQLITE_DONE { return rows }
             guard code == SQLITE_ROW else {
-                let message = String(cString: sqlite3_errmsg(db.sqliteConnection))
-                sqlite3_reset(raw)
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: sql)
             }
-            hasher.mark(.row)
-            for index in 0..<count { hasher.value(raw, index) }
-            counter?.row()
+            try body(raw, count)
+            rows += 1
         }
-        sqlite3_reset(raw)
-        hasher.mark(.endOfTable)
-        counter?.reportNow()
     }
 }
 
@@ -196,10 +278,16 @@ struct ContentHasher {
 
     private var sha = SHA256()
     private var buffer: [UInt8] = []
-    private static let flushSize = 1 << 16
+    static let flushSize = 1 << 16
 
-    init() {
-        buffer.reserveCapacity(Self.flushSize + 64)
+    init(capacity: Int = ContentHasher.flushSize + 64) {
+        buffer.reserveCapacity(capacity)
+    }
+
+    /// Starts a new stream, keeping the buffer's memory: one hasher hashes row after row.
+    mutating func reset() {
+        sha = SHA256()
+        buffer.removeAll(keepingCapacity: true)
     }
 
     mutating func mark(_ tag: Tag) {
@@ -223,6 +311,10 @@ struct ContentHasher {
 
     mutating func text(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { append(.text, UnsafeRawBufferPointer($0)) }
+    }
+
+    mutating func blob(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { append(.blob, UnsafeRawBufferPointer($0)) }
     }
 
     /// Column `index` of the current row of `statement`, as its storage class says.
@@ -273,8 +365,13 @@ struct ContentHasher {
 
     /// The digest as 64 lowercase hex digits.
     mutating func finalize() -> String {
+        digest().hexString
+    }
+
+    /// The digest; the hasher then needs ``reset()`` before hashing again.
+    mutating func digest() -> SHA256.Digest {
         sha.update(data: buffer)
-        buffer.removeAll()
-        return sha.finalize().hexString
+        buffer.removeAll(keepingCapacity: true)
+        return sha.finalize()
     }
 }

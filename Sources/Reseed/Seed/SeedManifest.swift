@@ -18,12 +18,14 @@ import ReseedSystem
 ///   "applicationID": 1381188932,
 ///   "pageSize": 4096,
 ///   "steps": [{"id": "0001_schema.sql", "checksum": "2c26b4…"}],
-///   "contentHash": "5d41a8…"
+///   "contentHash": "5d41a8…",
+///   "incrementalContentHash": "0c9e72…"
 /// }
 /// ```
 ///
 /// `contentHash` (``contentHash``) is optional: manifests written before it existed still
-/// read, as format 1, and a reader that does not know it ignores it.
+/// read, as format 1, and a reader that does not know it ignores it. So is
+/// `incrementalContentHash` (``incrementalContentHash``), which came later.
 ///
 /// `compression` (``compression``) is optional too: `"gzip"` when `file` (such as
 /// `triage.sqlite.gz`) holds the seed compressed (`reseed package --compress`); `size` and
@@ -63,17 +65,23 @@ public struct SeedManifest: Sendable, Hashable {
     /// The seed's ``SeedContentHash``: SHA-256 of its schema and rows, 64 lowercase hex digits;
     /// nil in a manifest written before `reseed package` recorded it.
     public var contentHash: String?
+    /// The seed's ``IncrementalContentHash/hash``: 64 lowercase hex digits; nil in a manifest
+    /// written before `reseed package` recorded it. A row-level delta's result is checked against
+    /// it without reading the whole seed.
+    public var incrementalContentHash: String?
     /// How ``SeedFacts/file`` is compressed; nil (the default) when it is the database itself.
     public var compression: Compression?
 
     public init(
-        format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step], contentHash: String? = nil, compression: Compression? = nil
+        format: Int = SeedManifest.currentFormat, facts: SeedFacts, steps: [Step], contentHash: String? = nil, compression: Compression? = nil,
+        incrementalContentHash: String? = nil
     ) {
         self.format = format
         self.facts = facts
         self.steps = steps
         self.contentHash = contentHash
         self.compression = compression
+        self.incrementalContentHash = incrementalContentHash
     }
 
     /// A field of ``facts`` as the manifest's own: `manifest.version` is `manifest.facts.version`.
@@ -131,6 +139,7 @@ extension SeedManifest {
         let facts = try fields.seedFacts()
         let steps = try fields.steps()
         let contentHash = try fields.optionalSHA256("contentHash")
+        let incrementalContentHash = try fields.optionalSHA256("incrementalContentHash")
         var compression: Compression?
         if fields.root["compression"] != nil {
             let text = try fields.string("compression")
@@ -140,7 +149,8 @@ extension SeedManifest {
             }
             compression = known
         }
-        return SeedManifest(format: Int(format), facts: facts, steps: steps, contentHash: contentHash, compression: compression)
+        return SeedManifest(format: Int(format), facts: facts, steps: steps, contentHash: contentHash, compression: compression,
+                            incrementalContentHash: incrementalContentHash)
     }
 
     /// The longest store name, in UTF-8 bytes (128).

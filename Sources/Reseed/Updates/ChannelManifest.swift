@@ -43,6 +43,9 @@ import ReseedSystem
 /// ```
 ///
 /// - `contentHash`: the seed's ``SeedManifest/contentHash``; a delta's result must have it.
+/// - `incrementalContentHash` (written after `contentHash`, added later and as optional): the seed's
+///   ``SeedManifest/incrementalContentHash``, which lets a delta's result be checked from the rows
+///   it changed.
 /// - `compressed`: the seed file gzip-compressed; `size` and `sha256` are the compressed file's,
 ///   while the top-level `size` and `sha256` still describe the database it decompresses to.
 /// - `deltas`: row-level deltas (see <doc:RowLevelDeltas>), each from the seed whose content hash
@@ -120,6 +123,8 @@ public struct ChannelManifest: Sendable, Hashable {
     public var facts: SeedFacts
     /// The seed's content hash, when the publisher stated it (format 2).
     public var contentHash: String?
+    /// The seed's ``SeedManifest/incrementalContentHash``, when the publisher stated it (format 2).
+    public var incrementalContentHash: String?
     /// The seed file gzip-compressed, when the channel offers it (format 2).
     public var compressed: File?
     /// The deltas the channel offers to this seed, newest starting point first (format 2).
@@ -131,17 +136,18 @@ public struct ChannelManifest: Sendable, Hashable {
     package init(seed: SeedManifest, file: String) {
         var facts = seed.facts
         facts.file = file
-        self.init(facts: facts, contentHash: seed.contentHash)
+        self.init(facts: facts, contentHash: seed.contentHash, incrementalContentHash: seed.incrementalContentHash)
     }
 
     /// A channel manifest from its fields. `format` defaults to ``currentFormat``, `minimumFormat`
     /// to ``oldestReadableFormat``: what format 2 adds, a format-1 reader can ignore.
     init(format: Int = ChannelManifest.currentFormat, minimumFormat: Int = ChannelManifest.oldestReadableFormat, facts: SeedFacts,
-         contentHash: String? = nil, compressed: File? = nil, deltas: [Delta] = [], expires: Date? = nil) {
+         contentHash: String? = nil, incrementalContentHash: String? = nil, compressed: File? = nil, deltas: [Delta] = [], expires: Date? = nil) {
         self.format = format
         self.minimumFormat = minimumFormat
         self.facts = facts
         self.contentHash = contentHash
+        self.incrementalContentHash = incrementalContentHash
         self.compressed = compressed
         self.deltas = deltas
         self.expires = expires
@@ -170,7 +176,7 @@ public struct ChannelManifest: Sendable, Hashable {
     func seedManifest(file: String) -> SeedManifest {
         var facts = self.facts
         facts.file = file
-        return SeedManifest(facts: facts, steps: [], contentHash: contentHash)
+        return SeedManifest(facts: facts, steps: [], contentHash: contentHash, incrementalContentHash: incrementalContentHash)
     }
 
     /// The file name of the delta from `fromVersion` to this seed: `<name>-<version>.from-<fromVersion>.delta.gz`,
@@ -207,6 +213,7 @@ public struct ChannelManifest: Sendable, Hashable {
             throw fields.invalid("file", "file \(JSONNode.quote(facts.file)) is not a plain file name")
         }
         let contentHash = try fields.optionalSHA256("contentHash")
+        let incrementalContentHash = try fields.optionalSHA256("incrementalContentHash")
         let compressed = try root["compressed"].flatMap { node throws(ReseedError) in
             try file(node, field: "compressed", limit: SeedManifest.maximumSeedSize, fields: fields)
         }
@@ -237,7 +244,7 @@ public struct ChannelManifest: Sendable, Hashable {
             expires = date
         }
         return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts,
-                               contentHash: contentHash, compressed: compressed, deltas: deltas, expires: expires)
+                               contentHash: contentHash, incrementalContentHash: incrementalContentHash, compressed: compressed, deltas: deltas, expires: expires)
     }
 
     /// A ``File`` object at `field`; nil when its encoding is one this Reseed does not read.

@@ -355,7 +355,7 @@ public struct SeedBuilder: Sendable {
         let stale = ([seedName] + Codecs.all.map { seedName + $0.fileSuffix }).filter { $0 != file }
         // The file's SHA-256 (and fsync) on one core, its content hash on the other: both only read it.
         let (contentHash, facts) = try packaging(.build, path: path) {
-            try concurrently({ try SeedContentHash.compute(path: path) }, { try FileFacts(path: path, directory: directory, name: temporary) })
+            try concurrently({ try SeedContentHash.computeWithIncremental(path: path) }, { try FileFacts(path: path, directory: directory, name: temporary) })
         }
         guard let header = facts.header else {
             throw PackagingError(.integrityCheckFailed, step: .build, path: path, message: "the built file does not start with a SQLite header")
@@ -364,7 +364,8 @@ public struct SeedBuilder: Sendable {
             facts: SeedFacts(
                 name: name, version: version, file: file, size: facts.size, sha256: facts.sha256,
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
-            steps: recorded, contentHash: contentHash, compression: compression)
+            steps: recorded, contentHash: contentHash.contentHash, compression: compression,
+            incrementalContentHash: contentHash.incremental.hash)
         try packaging(.build, path: directory.path(file)) {
             if let compression {
                 try compress(temporary, with: compression.codec, into: file, in: directory)

@@ -4,7 +4,7 @@ import ReseedSystem
 
 extension SeedManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline; the same manifest always gives the same bytes.
-    /// `compression` follows the seed's facts, and `contentHash` comes last, each only when there is one.
+    /// `compression` follows the seed's facts, then `contentHash` and `incrementalContentHash`, each only when there is one.
     public func encoded() -> Data {
         let steps = self.steps.map { step in
             "    {\"id\": \(JSONNode.quote(step.id)), \"checksum\": \(JSONNode.quote(step.checksum))}"
@@ -13,6 +13,7 @@ extension SeedManifest {
         let lines = ["  \"format\": \(format)"] + facts.jsonLines + compression + [
             steps.isEmpty ? "  \"steps\": []" : "  \"steps\": [\n" + steps.joined(separator: ",\n") + "\n  ]",
         ] + (contentHash.map { ["  \"contentHash\": \(JSONNode.quote($0))"] } ?? [])
+            + (incrementalContentHash.map { ["  \"incrementalContentHash\": \(JSONNode.quote($0))"] } ?? [])
         return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }
 }

@@ -27,7 +27,7 @@ struct DeltaWriter {
     private static let printfArguments = 100
 
     /// Fills the empty file at ``deltaPath``; returns the changed tables, or why the seeds have no delta.
-    func write(fromContentHash: String, toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
+    func write(fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
         let oldEncoding = try Self.encoding(of: oldPath)
         let newEncoding = try Self.encoding(of: newPath)
         guard oldEncoding == newEncoding else {
@@ -46,7 +46,7 @@ struct DeltaWriter {
             try db.execute(sql: "ATTACH DATABASE ? AS \(Self.new)", arguments: [Launcher.readOnlyURI(newPath)])
             var outcome: Result<Written, SeedDelta.NotExpressible> = .success(Written(tables: [], schemaObjects: [], format: .rows))
             try db.inTransaction(.immediate) {
-                outcome = try writeTables(db, fromContentHash: fromContentHash, toContentHash: toContentHash)
+                outcome = try writeTables(db, fromContentHash: fromContentHash, fromRowSet: fromRowSet, toContentHash: toContentHash)
                 if case .failure = outcome { return .rollback }
                 return .commit
             }
@@ -59,7 +59,7 @@ struct DeltaWriter {
     }
 
     /// The schema plan, then every table's row lists, then the header (and the schema list in format 2); inside the caller's transaction.
-    private func writeTables(_ db: Database, fromContentHash: String, toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
+    private func writeTables(_ db: Database, fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
         let plan: DeltaSchemaPlan
         switch try DeltaSchemaPlan.make(db, old: Self.old, new: Self.new) {
         case .failure(let failure): return .failure(failure)
@@ -119,6 +119,8 @@ struct DeltaWriter {
         let header: [(String, DatabaseValueConvertible)] = [
             ("format", format.rawValue), ("fromContentHash", fromContentHash), ("toContentHash", toContentHash),
             ("userVersion", userVersion), ("applicationID", applicationID),
+            // The old seed's row set, for an incremental check of the result (a reader without it ignores it).
+            ("fromRowSet", Data(fromRowSet)),
         ]
         for (key, value) in header {
             try db.execute(sql: "INSERT INTO main.\(Names.header) (key, value) VALUES (?, ?)", arguments: [key, value])

@@ -116,23 +116,21 @@ public enum SeedDeltaBuilder {
                 _ = try? directory.remove(name + "-journal")
             }
         }
-        let fromContentHash = try packaging(.buildDelta, path: oldPath) { try SeedContentHash.compute(path: oldPath) }
-        let toContentHash: String
-        if let newContentHash {
-            toContentHash = newContentHash
-        } else {
-            toContentHash = try packaging(.buildDelta, path: newPath) { try SeedContentHash.compute(path: newPath) }
-        }
+        let old = try packaging(.buildDelta, path: oldPath) { try SeedContentHash.computeWithIncremental(path: oldPath) }
+        let new = try packaging(.buildDelta, path: newPath) { try SeedContentHash.computeWithIncremental(path: newPath) }
+        let fromContentHash = old.contentHash
+        let toContentHash = newContentHash ?? new.contentHash
         let written = try packaging(.buildDelta, path: deltaPath) {
             try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
-                .write(fromContentHash: fromContentHash, toContentHash: toContentHash)
+                .write(fromContentHash: fromContentHash, fromRowSet: old.incremental.rowSet, toContentHash: toContentHash)
         }
         let contents: DeltaWriter.Written
         switch written {
         case .failure(let failure): return .notExpressible(reason: failure.reason)
         case .success(let success): contents = success
         }
-        if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash, directory: directory) {
+        if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash,
+                                    incremental: (old.incremental.hash, new.incremental.hash), directory: directory) {
             return .notExpressible(reason: failure)
         }
         let size = try packaging(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
@@ -142,8 +140,12 @@ public enum SeedDeltaBuilder {
             schemaObjects: contents.schemaObjects, format: contents.format.rawValue, size: size))
     }
 
-    /// Applies the delta to a scratch copy of the old seed beside it; returns why it failed, or nil when it reached `toContentHash`.
-    private static func verify(deltaPath: String, oldPath: String, toContentHash: String, directory: Directory) throws(PackagingError) -> String? {
+    /// Applies the delta to a scratch copy of the old seed beside it, as an app does (checking the
+    /// result's incremental content hash from the changed rows), then hashes the whole result; returns
+    /// why it failed, or nil when it reached `toContentHash` both ways.
+    private static func verify(
+        deltaPath: String, oldPath: String, toContentHash: String, incremental: (installed: String, expected: String), directory: Directory
+    ) throws(PackagingError) -> String? {
         let scratch = Directory.temporaryName(for: URL(fileURLWithPath: deltaPath).lastPathComponent)
         defer {
             _ = try? directory.remove(scratch)
@@ -158,7 +160,12 @@ public enum SeedDeltaBuilder {
             try copy.close()
         }
         do {
-            _ = try SeedDelta.apply(deltaPath: deltaPath, to: directory.path(scratch), expectedContentHash: toContentHash)
+            let scratchPath = directory.path(scratch)
+            _ = try SeedDelta.apply(deltaPath: deltaPath, to: scratchPath, expectedContentHash: toContentHash, incremental: incremental)
+            let reached = try SeedContentHash.computeWithIncremental(path: scratchPath)
+            guard reached.contentHash == toContentHash, reached.incremental.hash == incremental.expected else {
+                return "the delta applied yields content hash \(reached.contentHash), not the new seed's \(toContentHash)"
+            }
             return nil
         } catch where error.code == .io {
             throw PackagingError(error, step: .buildDelta)

@@ -9,6 +9,7 @@ extension ChannelManifest {
     public func encoded() -> Data {
         var lines = ["  \"format\": \(format)", "  \"minimumFormat\": \(minimumFormat)"] + facts.jsonLines
         if let contentHash { lines.append("  \"contentHash\": \(JSONNode.quote(contentHash))") }
+        if let incrementalContentHash { lines.append("  \"incrementalContentHash\": \(JSONNode.quote(incrementalContentHash))") }
         if let compressed { lines.append("  \"compressed\": {\(compressed.jsonMembers)}") }
         if !deltas.isEmpty {
             let entries = deltas.map { delta in

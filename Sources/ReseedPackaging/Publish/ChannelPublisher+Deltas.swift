@@ -38,15 +38,19 @@ extension ChannelPublisher {
         }
     }
 
-    /// The content hash of the published seed file; it must be the one its manifest states, if any.
-    func checkContentHash(of file: String, seed: Seed, in directory: Directory) throws(PackagingError) -> String {
+    /// The content hash and the incremental content hash of the published seed file; each must be
+    /// the one its manifest states, if any.
+    func checkContentHash(of file: String, seed: Seed, in directory: Directory) throws(PackagingError) -> (contentHash: String, incremental: String) {
         let path = directory.path(file)
-        let computed = try packaging(.publish, path: path) { try SeedContentHash.compute(path: path) }
-        if let stated = seed.manifest.contentHash, stated != computed {
-            throw PackagingError(.verificationFailed, step: .publish, path: seed.fileURL.path,
-                                 message: "the seed's content hash is \(computed); its manifest says \(stated)")
+        let computed = try packaging(.publish, path: path) { try SeedContentHash.computeWithIncremental(path: path) }
+        for (name, stated, actual) in [("content hash", seed.manifest.contentHash, computed.contentHash),
+                                       ("incremental content hash", seed.manifest.incrementalContentHash, computed.incremental.hash)] {
+            if let stated, stated != actual {
+                throw PackagingError(.verificationFailed, step: .publish, path: seed.fileURL.path,
+                                     message: "the seed's \(name) is \(actual); its manifest says \(stated)")
+            }
         }
-        return computed
+        return (computed.contentHash, computed.incremental.hash)
     }
 
     /// Builds the delta from `release` to the seed `manifest` describes, checks it and publishes it

@@ -108,7 +108,7 @@ public struct ChannelPublisher: Sendable {
             }
         }
         let copied = try copySeed(seed, as: file, into: directory)
-        manifest.contentHash = try checkContentHash(of: file, seed: seed, in: directory)
+        (manifest.contentHash, manifest.incrementalContentHash) = try checkContentHash(of: file, seed: seed, in: directory)
         if compresses { manifest.compressed = try publishCompressed(of: directory.path(file), as: compressedFile, in: directory) }
         var skipped: [(fromVersion: String, reason: String)] = []
         var contents: [(fromVersion: String, built: SeedDeltaBuilder.Built)] = []

@@ -120,17 +120,25 @@ public struct SeedVerifier: Sendable {
         }
 
         var notes: [String] = []
-        if let expected = manifest.contentHash {
+        if manifest.contentHash != nil || manifest.incrementalContentHash != nil {
+            let stated = [("content hash", manifest.contentHash), ("incremental content hash", manifest.incrementalContentHash)]
             do {
-                let actual = try SeedContentHash.compute(path: path)
-                if actual != expected {
-                    add(.contentHashMismatch, "\(manifest.file) has content hash \(actual), the manifest says \(expected)")
+                let actual = try SeedContentHash.computeWithIncremental(path: path)
+                // One finding: changed content changes both hashes.
+                let mismatch = zip(stated, [actual.contentHash, actual.incremental.hash]).first { stated, computed in
+                    stated.1.map { $0 != computed } ?? false
+                }
+                if let ((name, expected), computed) = mismatch {
+                    add(.contentHashMismatch, "\(manifest.file) has \(name) \(computed), the manifest says \(expected ?? "")")
                 }
             } catch {
                 // Unreadable content cannot match: a finding, and the other checks still run.
-                add(.contentHashMismatch, "the content hash of \(manifest.file) cannot be computed (\(error)); the manifest says \(expected)")
+                if let (name, expected) = stated.first(where: { $0.1 != nil }), let expected {
+                    add(.contentHashMismatch, "the \(name) of \(manifest.file) cannot be computed (\(error)); the manifest says \(expected)")
+                }
             }
-        } else {
+        }
+        if manifest.contentHash == nil {
             notes.append("no content hash: the manifest predates contentHash (run reseed package to record it)")
         }
 

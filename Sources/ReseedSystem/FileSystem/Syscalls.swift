@@ -351,6 +351,15 @@ package struct FileStatus: Sendable {
     package var linkCount: UInt64
     /// `st_uid`.
     package var ownerID: UInt32
+    /// `st_ino`.
+    package var inode: UInt64
+    /// `st_mtim` and `st_ctim` in nanoseconds since 1970: when the data, and when the data or the inode, last changed.
+    package var modified: Int64, changed: Int64
+
+    /// The identity and the last change of the file, as one text: `device:inode:size:modified:changed`.
+    /// Equal fingerprints say the file was not written, renamed over or truncated in between (as far
+    /// as the clock's resolution tells, and unless someone set the times back on purpose).
+    package var fingerprint: String { "\(device):\(inode):\(size):\(modified):\(changed)" }
 
     /// Whether the user this process acts as (`geteuid(2)`) owns the file.
     package var isOwnedByEffectiveUser: Bool { ownerID == Syscalls.effectiveUserID() }
@@ -371,6 +380,14 @@ package struct FileStatus: Sendable {
         device = UInt64(info.st_dev)
         linkCount = UInt64(info.st_nlink)
         ownerID = UInt32(info.st_uid)
+        inode = UInt64(info.st_ino)
+        #if canImport(Darwin)
+        modified = Int64(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(info.st_mtimespec.tv_nsec)
+        changed = Int64(info.st_ctimespec.tv_sec) * 1_000_000_000 + Int64(info.st_ctimespec.tv_nsec)
+        #else
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        #endif
     }
 }
 
