@@ -37,7 +37,7 @@ import Darwin
         let link = try FileManager.default.destinationOfSymbolicLink(atPath: sandbox.preferencesURL.path)
         #expect(link == "../x/p.json")
         #expect(try mode(target) == 0o600)
-        #expect(try String(contentsOf: target, encoding: .utf8)
+        #expect(withoutInstallFields(try String(contentsOf: target, encoding: .utf8))
             == #"{"theme": "dark", "reseed": {"items": {"version": "2.0.0", "source": "bundle", "contentHash": ""# + (second.manifest.contentHash ?? "") + #""}}}"#)
         #expect(try sandbox.recordedVersion() == "2.0.0")
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path) == ["p.json"])
@@ -154,7 +154,7 @@ import Darwin
         let outcome = try sandbox.install(seed)
         #expect(outcome.preferencesMovedAside == nil)
         #expect(outcome.reason == .preferencesMissing || outcome.reason == .fresh)
-        let written = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
+        let written = withoutInstallFields(try String(contentsOf: sandbox.preferencesURL, encoding: .utf8))
         #expect(written == "{\"app\": \(deep), \"reseed\": {\"items\": {\"version\": \"1.0.0\", \"source\": \"bundle\", \"contentHash\": \"\(seed.manifest.contentHash ?? "")\"}}}")
         #expect(try sandbox.recordedVersion() == "1.0.0")
     }

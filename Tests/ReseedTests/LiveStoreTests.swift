@@ -161,24 +161,6 @@ final class SharedCounters: Sendable {
         #expect(store.version == "2.0.0")
     }
 
-    @Test func blockedTimeDoesNotGrowWithTheSeedSize() async throws {
-        let sandbox = try LaunchSandbox()
-        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
-        let small = try seed("2.0.0", rows: 3, in: sandbox, paddingBytes: 10 << 20)
-        let large = try seed("3.0.0", rows: 3, in: sandbox, paddingBytes: 200 << 20)
-        var smallBlocked: [Duration] = []
-        var largeBlocked: [Duration] = []
-        for _ in 0..<3 {
-            smallBlocked.append(try await store.replace(with: small).blockedFor)
-            largeBlocked.append(try await store.replace(with: large).blockedFor)
-        }
-        let smallMedian = smallBlocked.sorted()[1]
-        let largeMedian = largeBlocked.sorted()[1]
-        print("blocked during replace: 10 MiB seed \(smallMedian), 200 MiB seed \(largeMedian) (medians of 3)")
-        // Generous: the swap itself is a close, a rename and an open whatever the size.
-        #expect(largeMedian < smallMedian * 5 + .milliseconds(50))
-    }
-
     @Test func switchingBetweenAccountsAndTestDataKeepsEveryStore() async throws {
         let sandbox = try LaunchSandbox()
         let bundled = try seed("1.0.0", rows: 3, in: sandbox)

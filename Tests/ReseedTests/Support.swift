@@ -3,6 +3,7 @@ import GRDB
 @testable import Reseed
 import ReseedTesting
 import ReseedTestSupport
+import Testing
 
 /// A sandbox with a data directory and seeds of the `items` store at any version.
 final class LaunchSandbox: Sendable {
@@ -67,4 +68,12 @@ final class LaunchSandbox: Sendable {
 func fileIdentity(_ url: URL) throws -> (inode: UInt64, modified: Date) {
     let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
     return ((attributes[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0, attributes[.modificationDate] as? Date ?? .distantPast)
+}
+
+/// Preferences text without the two fields an install records beside the content hash (the
+/// seed's incremental content hash and the store file's fingerprint, which changes with each
+/// file), after checking they are there: what tests of the rest of the text compare.
+func withoutInstallFields(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> String {
+    #expect(text.contains(#""incrementalContentHash": ""#) && text.contains(#""storeFingerprint": ""#), sourceLocation: sourceLocation)
+    return text.replacingOccurrences(of: #", "incrementalContentHash": "[0-9a-f]{64}", "storeFingerprint": "[0-9:]+""#, with: "", options: .regularExpression)
 }

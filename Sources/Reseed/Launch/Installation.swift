@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Logging
 import ReseedSystem
 import SystemPackage
@@ -180,12 +179,6 @@ struct Installation {
         var clearing: [PreferencesFile.Entry.Field] = configuration.userStore == nil ? [.userStore] : []
         if manifest.contentHash == nil { clearing.append(.contentHash) }
         if installed {
-            // A single-file store switched to WAL now, as its first open would: that open then
-            // writes nothing to the file, and the fingerprint recorded here holds until someone writes.
-            if configuration.userStore == nil, !switchStoreToWAL() {
-                clearing += [.incrementalContentHash, .storeFingerprint]
-                return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
-            }
             let fingerprint = try during(.recordVersion, path: storePath) { try directory.status(storeName)?.fingerprint }
             if let incremental = manifest.incrementalContentHash, let fingerprint {
                 changes += [.incrementalContentHash(incremental), .storeFingerprint(fingerprint)]
@@ -194,22 +187,6 @@ struct Installation {
             }
         }
         return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
-    }
-
-    /// Puts the store just swapped in into WAL mode (it is a database nobody else has open yet, or
-    /// a live store's own pool has switched it already); false when SQLite did not.
-    private func switchStoreToWAL() -> Bool {
-        do {
-            var walConfiguration = GRDB.Configuration()
-            walConfiguration.label = "reseed.journalMode"
-            let queue = try DatabaseQueue(path: storePath, configuration: walConfiguration)
-            defer { try? queue.close() }
-            let mode = try queue.writeWithoutTransaction { try String.fetchOne($0, sql: "PRAGMA journal_mode = WAL") }
-            return mode?.lowercased() == "wal"
-        } catch {
-            logger.notice("the store was not switched to WAL after its install", metadata: ["path": "\(storePath)", "error": "\(error)"])
-            return false
-        }
     }
 
     /// Step 5 is due when the store changed, the preferences did not say what it holds, or they
