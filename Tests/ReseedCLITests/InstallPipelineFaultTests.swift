@@ -40,6 +40,9 @@ struct InstallPipelineFaultTests {
         let template: URL
         /// The content hashes of the two seeds, and their versions.
         let seeds: [String: String]
+        /// The SHA-256 of the installed store file as the entry point found it (after a live store opened
+        /// it, which switches it to WAL): until the swap, nothing may write it.
+        var installedBytes: String?
         /// Another data directory, for the store a switch leaves.
         var elsewhere: URL { sandbox.directory.appending("elsewhere") }
 
@@ -74,11 +77,13 @@ struct InstallPipelineFaultTests {
         /// Runs `entry` once, its file actions through `plan` (armed only for the install itself, not
         /// for opening a live store first). Returns whether it finished.
         func run(_ entry: EntryPoint, _ plan: FaultPlan) async throws -> Bool {
+            installedBytes = try fileSHA256(sandbox.dataDirectory.appendingPathComponent("items.sqlite"))
             switch entry {
             case .launch:
                 _ = try launcher(offered, plan).prepare()
             case .liveReplace:
                 let store = try await LiveStore(launcher: launcher(bundled, plan))
+                installedBytes = try fileSHA256(sandbox.dataDirectory.appendingPathComponent("items.sqlite"))
                 plan.arm()
                 try await staysUsable(store) { try await store.replace(with: offered) }
             case .switchTo:
@@ -90,6 +95,7 @@ struct InstallPipelineFaultTests {
                 #expect(outcome.version == "1.1.0")
             case .liveFullUpdate, .liveDeltaUpdate:
                 let store = try await LiveStore(launcher: launcher(bundled, plan))
+                installedBytes = try fileSHA256(sandbox.dataDirectory.appendingPathComponent("items.sqlite"))
                 plan.arm()
                 try await staysUsable(store) {
                     let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, store: store).update()
@@ -118,6 +124,7 @@ struct InstallPipelineFaultTests {
 
         /// The invariant after an interrupted run, then the recovery: returns what the store held.
         func checkAndRecover(_ entry: EntryPoint, _ label: String) async throws -> String {
+            let bytes = try fileSHA256(sandbox.dataDirectory.appendingPathComponent("items.sqlite"))
             let hash = try sandbox.storeContentHash()
             let recorded = try sandbox.recorded().version
             guard let holds = seeds[hash] else {
@@ -126,6 +133,7 @@ struct InstallPipelineFaultTests {
             }
             if holds == "1.0.0" {
                 #expect(recorded == "1.0.0", "\(label): 1.1.0 must never be recorded beside the 1.0.0 store")
+                #expect(bytes == installedBytes, "\(label): the installed seed's bytes changed before the swap")
             } else {
                 #expect(recorded == "1.0.0" || recorded == "1.1.0", "\(label): recorded \(recorded ?? "nothing")")
             }
