@@ -100,7 +100,10 @@ import Testing
                 scenario.expectOneClearLine(run, label)
                 let bytes = try? fileSHA256(scenario.data.appendingPathComponent("items.sqlite"))
                 let state = scenario.state()
-                if state == "old store, 1.0.0 recorded" {
+                // Before the swap nothing writes the installed seed; the swap itself (its sidecars
+                // removed, the rename) first checkpoints the old store's WAL into it, by design.
+                let inSwap = hits.contains { $0.name.hasPrefix("rename") || $0.line.contains("items.sqlite-") }
+                if state == "old store, 1.0.0 recorded", !inSwap {
                     #expect(bytes == scenario.installedBytes, "\(label): the installed seed's bytes changed, though it was not replaced")
                 }
                 #expect(UpgradeScenario.allowedStates.contains(state), "\(label): \(state); stderr: \(run.result.stderr)")
