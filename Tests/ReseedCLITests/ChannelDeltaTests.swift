@@ -103,6 +103,40 @@ extension ChannelSandbox {
         #expect(launched.version == "1.1.0")
     }
 
+    /// The installed store in WAL mode whose file alone is not the seed: a row deleted and checkpointed
+    /// into the file, then put back in frames of the `-wal` only (as an app's pool leaves it). The
+    /// delta's copy takes the `-wal` along and SQLite replays it, so the delta applies to the seed's
+    /// content; a copy of the file alone would miss the row, and the update would fall back.
+    @Test func aDeltaAppliesToTheInstalledSeedWithItsWALFrames() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, _) = try installedAndPublished(sandbox)
+        let saved = sandbox.directory.appending("saved")
+        try FileManager.default.createDirectory(at: saved, withIntermediateDirectories: true)
+        let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+        try await queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: "CREATE TEMP TABLE kept AS SELECT * FROM item WHERE id = (SELECT min(id) FROM item)")
+            try db.execute(sql: "DELETE FROM item WHERE id IN (SELECT id FROM kept)")
+            _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute(sql: "INSERT INTO item SELECT * FROM kept")
+        }
+        // Taken while the connection is open, before its close copies the frames back.
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: sandbox.storeURL.path + suffix), to: saved.appendingPathComponent("items.sqlite" + suffix))
+        }
+        try queue.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: sandbox.storeURL.path + suffix) }
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: saved.appendingPathComponent("items.sqlite" + suffix), to: URL(fileURLWithPath: sandbox.storeURL.path + suffix))
+        }
+        #expect(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path + "-wal")[.size] as? Int ?? 0 > 0)
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .delta, "\(outcome.deltaFailure ?? "")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
     @Test func aDeltaReportsItsCopyApplyAndContentHashOnOneScale() async throws {
         let sandbox = try ChannelSandbox()
         let (bundled, offered, _) = try installedAndPublished(sandbox)
