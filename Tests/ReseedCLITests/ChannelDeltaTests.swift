@@ -103,6 +103,40 @@ extension ChannelSandbox {
         #expect(launched.version == "1.1.0")
     }
 
+    /// The installed store in WAL mode whose file alone is not the seed: a row deleted and checkpointed
+    /// into the file, then put back in frames of the `-wal` only (as an app's pool leaves it). The
+    /// delta's copy takes the `-wal` along and SQLite replays it, so the delta applies to the seed's
+    /// content; a copy of the file alone would miss the row, and the update would fall back.
+    @Test func aDeltaAppliesToTheInstalledSeedWithItsWALFrames() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, _) = try installedAndPublished(sandbox)
+        let saved = sandbox.directory.appending("saved")
+        try FileManager.default.createDirectory(at: saved, withIntermediateDirectories: true)
+        let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+        try await queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            try db.execute(sql: "CREATE TEMP TABLE kept AS SELECT * FROM item WHERE id = (SELECT min(id) FROM item)")
+            try db.execute(sql: "DELETE FROM item WHERE id IN (SELECT id FROM kept)")
+            _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute(sql: "INSERT INTO item SELECT * FROM kept")
+        }
+        // Taken while the connection is open, before its close copies the frames back.
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: URL(fileURLWithPath: sandbox.storeURL.path + suffix), to: saved.appendingPathComponent("items.sqlite" + suffix))
+        }
+        try queue.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: sandbox.storeURL.path + suffix) }
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(at: saved.appendingPathComponent("items.sqlite" + suffix), to: URL(fileURLWithPath: sandbox.storeURL.path + suffix))
+        }
+        #expect(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path + "-wal")[.size] as? Int ?? 0 > 0)
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .delta, "\(outcome.deltaFailure ?? "")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
     @Test func aDeltaReportsItsCopyApplyAndContentHashOnOneScale() async throws {
         let sandbox = try ChannelSandbox()
         let (bundled, offered, _) = try installedAndPublished(sandbox)
@@ -418,8 +452,9 @@ extension ChannelDeltaTests {
     }
 }
 
-/// `reseed update` checks a delta's result from the rows it changed while the store file is the
-/// one its install recorded, and hashes the whole result once anything wrote to it.
+/// `reseed update` checks a delta's result from the rows it changed while the seed's file is the
+/// one its install recorded (a seed beside a user store: the app's data and GRDB's writes go to the
+/// user store), and hashes the whole result once anything wrote to it.
 @Suite(.timeLimit(.minutes(10))) struct IncrementalDeltaCheckTests {
     /// 1.0.0 installed by `reseed launch`, 1.0.0 then 1.1.0 published: the update's arguments.
     func launchedAndPublished(_ sandbox: ChannelSandbox) throws -> (update: [String], launch: [String], offered: Seed) {
@@ -429,18 +464,18 @@ extension ChannelDeltaTests {
         #expect(try sandbox.publish(offered, compressed: true).manifest.deltas.count == 1)
         let publicKey = sandbox.directory.appending("channel.pub")
         try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: publicKey)
-        let launch = ["launch", "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+        let launch = ["launch", "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user"]
         let launched = try ReseedBinary.run(launch)
         #expect(launched.status == 0, "\(launched.stderr)")
         let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
-                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--json", "--verbose"]
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user", "--json", "--verbose"]
         return (update, launch, offered)
     }
 
     @Test func aStoreUnchangedSinceItsInstallIsCheckedFromTheChangedRows() throws {
         let sandbox = try ChannelSandbox()
         let (update, launch, offered) = try launchedAndPublished(sandbox)
-        // A second launch opens the store (as an app does every start): it stays the file its install recorded.
+        // A second launch opens the stores (as an app does every start): the seed stays the file its install recorded.
         let relaunched = try ReseedBinary.run(launch)
         #expect(relaunched.status == 0, "\(relaunched.stderr)")
         let result = try ReseedBinary.run(update)
@@ -453,9 +488,9 @@ extension ChannelDeltaTests {
         #expect(preferences.contains(#""incrementalContentHash": "\#(offered.manifest.incrementalContentHash ?? "")""#), "\(preferences)")
     }
 
-    /// An app that wrote a row into its single-file store: the delta's result is hashed whole, does
-    /// not match, and the full seed replaces the store.
-    @Test func aStoreTheAppWroteToIsHashedWholeAndGetsTheFullSeed() throws {
+    /// Something wrote a row into the seed's file: the delta's result is hashed whole, does not
+    /// match, and the full seed replaces it.
+    @Test func aSeedFileWrittenToIsHashedWholeAndGetsTheFullSeed() throws {
         let sandbox = try ChannelSandbox()
         let (update, _, offered) = try launchedAndPublished(sandbox)
         let queue = try DatabaseQueue(path: sandbox.storeURL.path)

@@ -17,9 +17,10 @@ import Testing
 /// recorded), an app's next launch opens it unchanged, and running the entry point again without
 /// faults ends at 1.1.0 with no temp or download file left.
 ///
-/// The seam sees every action Reseed's own code takes on files; SQLite's writes (a delta's copy and
-/// transaction, a live store's checkpoint) do not go through it: `KillDuringDeltaTests` and
-/// `KillDuringInstallTests` kill the real binary at random moments of those.
+/// The seam sees every action Reseed's own code takes on files (a delta's copy of the installed seed
+/// included); SQLite's writes (a delta's transaction, the replay of a copied `-wal`, a live store's
+/// checkpoint) do not go through it: `KillDuringDeltaTests` and `KillDuringInstallTests` kill the
+/// real binary at random moments of those.
 @Suite(.timeLimit(.minutes(20)))
 struct InstallPipelineFaultTests {
     enum EntryPoint: String, CaseIterable, CustomTestStringConvertible {
@@ -40,6 +41,11 @@ struct InstallPipelineFaultTests {
         let template: URL
         /// The content hashes of the two seeds, and their versions.
         let seeds: [String: String]
+        /// The SHA-256 of the installed store file as the entry point found it: until the swap, nothing
+        /// may write it. Only for an entry point that installs over a closed store: a live store's own
+        /// pool copies its WAL frames into the file when it closes (the app's write, not the install's),
+        /// so there the content hash is what stays.
+        var installedBytes: String?
         /// Another data directory, for the store a switch leaves.
         var elsewhere: URL { sandbox.directory.appending("elsewhere") }
 
@@ -74,6 +80,7 @@ struct InstallPipelineFaultTests {
         /// Runs `entry` once, its file actions through `plan` (armed only for the install itself, not
         /// for opening a live store first). Returns whether it finished.
         func run(_ entry: EntryPoint, _ plan: FaultPlan) async throws -> Bool {
+            installedBytes = try fileSHA256(sandbox.dataDirectory.appendingPathComponent("items.sqlite"))
             switch entry {
             case .launch:
                 _ = try launcher(offered, plan).prepare()
@@ -118,6 +125,7 @@ struct InstallPipelineFaultTests {
 
         /// The invariant after an interrupted run, then the recovery: returns what the store held.
         func checkAndRecover(_ entry: EntryPoint, _ label: String) async throws -> String {
+            let bytes = try fileSHA256(sandbox.dataDirectory.appendingPathComponent("items.sqlite"))
             let hash = try sandbox.storeContentHash()
             let recorded = try sandbox.recorded().version
             guard let holds = seeds[hash] else {
@@ -126,6 +134,9 @@ struct InstallPipelineFaultTests {
             }
             if holds == "1.0.0" {
                 #expect(recorded == "1.0.0", "\(label): 1.1.0 must never be recorded beside the 1.0.0 store")
+                if !entry.opensALiveStore || entry == .switchTo {
+                    #expect(bytes == installedBytes, "\(label): the installed seed's bytes changed before the swap")
+                }
             } else {
                 #expect(recorded == "1.0.0" || recorded == "1.1.0", "\(label): recorded \(recorded ?? "nothing")")
             }

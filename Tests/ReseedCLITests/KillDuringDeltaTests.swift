@@ -33,6 +33,12 @@ struct KillDuringDeltaTests {
 
     @Test(arguments: [false, true])
     func aKilledDeltaUpdateLeavesTheOldSeedOrTheNewOneWhole(fullText: Bool) throws {
+        try Self.killDeltaUpdates(fullText: fullText, kills: Self.kills)
+    }
+
+    /// Kills `reseed update` by delta `kills` times at moments spread over its run, with the device's
+    /// data directory in `deviceFolder` (default: the sandbox, on the system's temporary folder).
+    static func killDeltaUpdates(fullText: Bool, kills: Int, deviceFolder: URL? = nil) throws {
         let sandbox = try ChannelSandbox()
         let old = try Self.release(sandbox, "1.0.0", generation: 0, fullText: fullText)
         let new = try Self.release(sandbox, "1.1.0", generation: 1, fullText: fullText)
@@ -44,7 +50,8 @@ struct KillDuringDeltaTests {
         let template = sandbox.directory.appending("template")
         try sandbox.launch(old)
         try FileManager.default.copyItem(at: sandbox.dataDirectory, to: template)
-        let data = sandbox.directory.appending("device")
+        let data = (deviceFolder ?? sandbox.directory.url).appendingPathComponent("device")
+        let installedBytes = try fileSHA256(template.appendingPathComponent("items.sqlite"))
         func reset() throws {
             if FileManager.default.fileExists(atPath: data.path) { try FileManager.default.removeItem(at: data) }
             try FileManager.default.copyItem(at: template, to: data)
@@ -72,6 +79,9 @@ struct KillDuringDeltaTests {
             guard let holds = hashes[hash] else {
                 Issue.record("\(label): the store holds neither seed (content hash \(hash))")
                 return "BROKEN"
+            }
+            if holds == "1.0.0" {
+                #expect(try fileSHA256(store) == installedBytes, "\(label): the installed seed's bytes changed, though it was not replaced")
             }
             if fullText {
                 // The rows hash as either seed; the index must agree with them too (checked on a copy).
@@ -104,9 +114,9 @@ struct KillDuringDeltaTests {
         var span = seconds
         var killed = 0
         var round = 0
-        while killed < Self.kills && round < 4 * Self.kills {
+        while killed < kills && round < 4 * kills {
             try reset()
-            let delay = span * (Double(killed) + Double(generator.int(0..<1000)) / 1000) / Double(Self.kills)
+            let delay = span * (Double(killed) + Double(generator.int(0..<1000)) / 1000) / Double(kills)
             let running = try ReseedBinary.start(update)
             Thread.sleep(forTimeInterval: delay)
             running.kill()
@@ -125,7 +135,7 @@ struct KillDuringDeltaTests {
             #expect(!names.contains { $0.contains(".reseed-download-") || $0.contains(".reseed-tmp-") }, "\(label): \(names)")
             round += 1
         }
-        #expect(killed >= Self.kills, "only \(killed) runs were killed before they finished in \(round) rounds")
+        #expect(killed >= kills, "only \(killed) runs were killed before they finished in \(round) rounds")
         print("""
             delta kills\(fullText ? " (FTS5)" : ""): \(round) SIGKILLs (\(killed) before the run finished) over a \(String(format: "%.3f", seconds)) s delta update
             states after each: \(outcomes.sorted { $0.key < $1.key })

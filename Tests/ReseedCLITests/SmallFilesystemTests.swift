@@ -36,7 +36,8 @@ final class SmallFilesystem {
 
     deinit { _ = try? Self.run("/bin/umount", [mountPoint.path]) }
 
-    private static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    /// Runs `tool` with `arguments`; its exit status and its stdout and stderr together.
+    static func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments

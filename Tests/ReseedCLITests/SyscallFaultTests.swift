@@ -98,7 +98,14 @@ import Testing
                 injectedPerCall[call, default: 0] += hits.isEmpty ? 0 : 1
 
                 scenario.expectOneClearLine(run, label)
+                let bytes = try? fileSHA256(scenario.data.appendingPathComponent("items.sqlite"))
                 let state = scenario.state()
+                // Before the swap nothing writes the installed seed; the swap itself (its sidecars
+                // removed, the rename) first checkpoints the old store's WAL into it, by design.
+                let inSwap = hits.contains { $0.name.hasPrefix("rename") || $0.line.contains("items.sqlite-") }
+                if state == "old store, 1.0.0 recorded", !inSwap {
+                    #expect(bytes == scenario.installedBytes, "\(label): the installed seed's bytes changed, though it was not replaced")
+                }
                 #expect(UpgradeScenario.allowedStates.contains(state), "\(label): \(state); stderr: \(run.result.stderr)")
                 if call == "sync_file_range" {
                     #expect(run.result.status == 0, "\(label): a failed writeback hint failed the launch: \(run.result.stderr)")
@@ -155,6 +162,8 @@ struct UpgradeScenario {
     let data: URL
     let seedFolder: URL
     let arguments: [String]
+    /// The SHA-256 of the installed store file (1.0.0, in WAL mode) before each run.
+    var installedBytes: String? { try? fileSHA256(template.appendingPathComponent("items.sqlite")) }
     /// The channel an update scenario downloads from (kept alive with the scenario).
     var server: ChannelServer?
     var isUpdate: Bool { server != nil }

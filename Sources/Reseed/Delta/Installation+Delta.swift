@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReseedSystem
+import Synchronization
 import SystemPackage
 
 extension Installation {
@@ -59,9 +60,10 @@ extension Installation {
     /// The incremental content hashes a delta's result may be checked with (see
     /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:rowsApplied:rowsHashed:)``): the
     /// one recorded for the installed seed and the manifest's. Nil, and the whole result is hashed,
-    /// when either is missing or the store file no longer has the fingerprint recorded when it was
-    /// installed: then something wrote to it since (an app that uses a single-file store as its own),
-    /// and only the whole content says what it holds.
+    /// when either is missing, the store's `-wal` holds frames, or the store file no longer has the
+    /// fingerprint recorded when it was installed: then something wrote to it since (an app that
+    /// opened a single-file store: GRDB writes a transaction at every open), and only the whole
+    /// content says what it holds. A seed beside a user store is attached read-only and keeps it.
     private func incrementalCheck(storeFingerprint: String?) throws(ReseedError) -> (installed: String, expected: String)? {
         guard let expected = manifest.incrementalContentHash, let storeFingerprint else { return nil }
         let (contents, entries) = try preferences.readEntries()
@@ -70,17 +72,36 @@ extension Installation {
         return (installed, expected)
     }
 
-    /// Copies the installed store into a new file `name` with SQLite's backup, which reads a
-    /// consistent snapshot whatever the store's journal mode (a single-file store runs in WAL, and
-    /// may be open in a ``LiveStore``), then gives the copy a rollback journal, as every seed has.
+    /// Copies the installed store into a new file `name`, then gives the copy a rollback journal, as
+    /// every seed has. The store is opened read-only and only ever read.
+    ///
+    /// The copy is the fastest the OS offers (``FileCopier``: a clone where the filesystem shares
+    /// blocks, else `copy_file_range(2)`, else a 1 MiB loop), never SQLite's page-by-page backup, made
+    /// inside a read transaction of the store, and consistent:
+    ///
+    /// - Rollback journal (a seed as installed): the transaction holds a SHARED lock on the file,
+    ///   and a writer needs EXCLUSIVE to write it (or to switch it to WAL). The bytes are a database.
+    /// - WAL (a single-file store a ``LiveStore`` opened; its pool may be open now, and an app that
+    ///   opened it leaves frames in the `-wal`, its first write at least): the file alone may lack
+    ///   frames not yet copied back, and a checkpoint may copy some back while we read it. So the
+    ///   `-wal` is copied too, beside the copy, after the file; SQLite's recovery then replays it
+    ///   when the copy is opened, as after a crash during a checkpoint. That is consistent because
+    ///   our transaction pins what the replay needs: a checkpoint copies back only frames up to the
+    ///   oldest reader's snapshot, so every page of the file that can change while we read is in a
+    ///   frame of our snapshot, replayed over it; and while we hold that snapshot the `-wal` is not
+    ///   restarted, so those frames are still in it when we copy it, whole, up to its size measured
+    ///   once the transaction began. Frames appended since only bring the copy to a later commit
+    ///   (a torn one is dropped by the replay's checksums); if our snapshot needed no frame, SQLite
+    ///   gave us WAL read lock 0, which no checkpoint writes past, and the file alone is whole.
+    ///   Any committed state will do as the base: the delta's result is checked against the signed
+    ///   content hash.
     ///
     /// The store is read only when it is a regular file (`lstat`): SQLite opens it by its path, and
     /// would wait forever on a FIFO, holding the store's lock.
     ///
-    /// With `progress`, the copy goes a step of 1 MiB at a time in one read transaction of the
-    /// store (a snapshot the steps all read), reported after each step; the scale it returns goes
-    /// on with the apply and the content hash. It also returns the store's fingerprint as it was
-    /// before the copy.
+    /// With `progress`, the copy reports the store file's bytes copied; the scale it returns goes on
+    /// with the apply and the content hash. It also returns the store's fingerprint as it was
+    /// before the copy, or nil when its `-wal` held frames.
     private func copyInstalledStore(
         into name: String, progress report: (@Sendable (Int64, Int64) -> Void)?
     ) throws(ReseedError) -> (progress: DeltaProgress?, storeFingerprint: String?) {
@@ -92,52 +113,83 @@ extension Installation {
         }
         // A single-file store the app filled far beyond the seed cannot give the seed's content
         // hash: not worth copying whole to find out.
-        if let size = status?.size, size > 2 * manifest.size + (64 << 20) {
+        let largest = 2 * manifest.size + (64 << 20)
+        let size = status?.size ?? 0
+        if size > largest {
             throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath, message:
                 "the store is \(size) bytes, far more than the \(manifest.size)-byte seed: the app has written to it; no delta starts from it")
         }
-        let progress = report.map { DeltaProgress(report: $0, storeSize: status?.size ?? 0) }
+        let progress = report.map { DeltaProgress(report: $0, storeSize: size) }
         progress?.report(.copy, 0, of: 1)
         let path = directory.path(name)
-        try during(.applyDelta, path: path) {
-            try directory.createExclusive(name).close()
+        let methods = try during(.applyDelta, path: path) { () throws -> [FileCopier.Method] in
             var readOnly = GRDB.Configuration()
             readOnly.readonly = true
             let source = try DatabaseQueue(path: storePath, configuration: readOnly)
             defer { try? source.close() }
-            // No fsync while copying: a crash discards the copy; it is synced once the delta is applied.
+            return try source.read { db -> [FileCopier.Method] in
+                // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_schema")
+                let wal = try String.fetchOne(db, sql: "PRAGMA journal_mode")?.lowercased() == "wal"
+                let walSize = wal ? try directory.status(storeName + "-wal")?.size ?? 0 : 0
+                guard walSize <= largest else {
+                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath + "-wal", message:
+                        "the store's -wal is \(walSize) bytes: the app has written to the store; no delta starts from it")
+                }
+                var methods = [try copyFile(storeName, into: name, limit: largest + 1, whole: true, progress: progress)]
+                if walSize > 0 {
+                    methods.append(try copyFile(storeName + "-wal", into: name + "-wal", limit: walSize, whole: false, progress: nil))
+                }
+                return methods
+            }
+        }
+        logger.debug("copied the installed seed for the delta", metadata: [
+            "method": "\(methods[0].rawValue)", "bytes": "\(size)", "wal": "\(methods.count > 1 ? "copied" : "none")",
+        ])
+        try during(.applyDelta, path: path) {
+            // No fsync: a crash discards the copy; it is synced once the delta is applied.
             var unsynced = GRDB.Configuration()
             unsynced.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
             let copy = try DatabaseQueue(path: path, configuration: unsynced)
             defer { try? copy.close() }
-            if let progress {
-                try source.read { sourceDB in
-                    // Taking the read lock now: every step then copies the same snapshot, never restarted by a writer.
-                    _ = try Int.fetchOne(sourceDB, sql: "SELECT count(*) FROM sqlite_schema")
-                    let pageSize = try Int.fetchOne(sourceDB, sql: "PRAGMA page_size") ?? 4096
-                    try copy.writeWithoutTransaction { copyDB in
-                        try sourceDB.backup(to: copyDB, pagesPerStep: CInt(max(1, (1 << 20) / max(pageSize, 512)))) { step in
-                            progress.report(.copy, Int64(step.completedPageCount), of: Int64(step.totalPageCount))
-                        }
-                    }
-                }
-            } else {
-                try source.backup(to: copy)
-            }
+            // Replays a copied -wal into the copy, and removes it.
             try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
         }
-        return (progress, status?.fingerprint)
+        // Frames in the -wal: the file alone is not what the store holds, and its fingerprint says nothing.
+        return (progress, methods.count > 1 ? nil : status?.fingerprint)
+    }
+
+    /// The bytes of the file `source` of the data directory (never following a link) into the new
+    /// file `name` through ``FileCopier`` (no fsync), at most `limit` bytes; with `whole`, all of it
+    /// as `fstat` measures it when opened, else up to `limit`.
+    private func copyFile(_ source: String, into name: String, limit: Int64, whole: Bool, progress: DeltaProgress?) throws -> FileCopier.Method {
+        let sourcePath = directory.path(source)
+        guard let file = try directory.openForReading(source) else {
+            throw FileSystemFailure(operation: "open", path: sourcePath, errno: .noSuchFileOrDirectory)
+        }
+        let total = try directory.fileSystem.reading("fstat", sourcePath) { () throws(Errno) in try file.status().size }
+        let destination = try directory.createExclusive(name)
+        let copier = FileCopier(hashing: false, limit: limit, progress: progress.map { progress in
+            { @Sendable copied in progress.report(.copy, copied, of: total) }
+        })
+        let copied = try directory.fileSystem.perform(.copy, directory.path(name)) { () throws(Errno) in
+            try copier.copy(from: file, to: destination)
+        }
+        if whole, copied.bytes != total {
+            throw FileSystemFailure(operation: "copy", path: sourcePath, errno: nil, reason: "copied \(copied.bytes) of its \(total) bytes")
+        }
+        return copied.method
     }
 }
 
 /// A delta install's progress as one (completed, total) scale, for a callback that knows nothing of
-/// phases: the total is three times the installed store's size in bytes, and the copy (pages copied),
+/// phases: the total is three times the installed store's size in bytes, and the copy (bytes copied),
 /// the apply (rows applied, against the rows the delta lists) and the content hash (rows hashed,
 /// against the result's rows) each fill a third, in that order. Reports never go back, and the last
 /// is the total.
 ///
-/// Used on the one thread that installs, hence a class with no lock.
-final class DeltaProgress {
+/// Used on the one thread that installs; the lock only lets a copy's `@Sendable` callback hold it.
+final class DeltaProgress: Sendable {
     enum Phase: Int64 {
         case copy = 0, apply, hash
     }
@@ -145,7 +197,7 @@ final class DeltaProgress {
     private let report: @Sendable (Int64, Int64) -> Void
     /// A third of the scale: the installed store's size, at least 1.
     private let third: Int64
-    private var reported: Int64 = -1
+    private let reported = Mutex<Int64>(-1)
 
     init(report: @escaping @Sendable (Int64, Int64) -> Void, storeSize: Int64) {
         self.report = report
@@ -156,8 +208,10 @@ final class DeltaProgress {
     func report(_ phase: Phase, _ done: Int64, of total: Int64) {
         let fraction = total <= 0 ? 1 : Double(min(max(done, 0), total)) / Double(total)
         let completed = phase.rawValue * third + Int64((Double(third) * fraction).rounded(.down))
-        guard completed > reported else { return }
-        reported = completed
-        report(completed, 3 * third)
+        let moved = reported.withLock { reported in
+            defer { reported = max(reported, completed) }
+            return completed > reported
+        }
+        if moved { report(completed, 3 * third) }
     }
 }

@@ -165,7 +165,6 @@ extension Installation {
                 try directory.remove(storeName + suffix)
             }
         }
-        if configuration.userStore == nil { try markWAL(temporary) }
         try during(.replace, path: storePath) {
             try directory.rename(temporary, to: storeName)
             try directory.sync()
@@ -175,22 +174,6 @@ extension Installation {
         // launch would never look for them. Best effort.
         for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) }
         return keptAside
-    }
-
-    /// Records WAL mode in the verified copy's header (bytes 18 and 19, the file format's write and
-    /// read versions, set to 2), as SQLite does when a connection switches a database to WAL, and
-    /// syncs it. A single-file store is opened in WAL mode (a `DatabasePool`): marked before it is
-    /// swapped in, the app's opens write nothing to the file, so the fingerprint recorded next
-    /// holds until something writes to it (see <doc:RowLevelDeltas>). Nothing else changes: no
-    /// WAL file is made, and the content is the same.
-    private func markWAL(_ temporary: String) throws(ReseedError) {
-        try during(.replace, path: directory.path(temporary)) {
-            let file = try directory.open(temporary, .readWrite, options: [.noFollow])
-            let versions: [UInt8] = [2, 2]
-            try versions.withUnsafeBytes { try directory.write($0, to: file, at: 18, name: temporary) }
-            try file.close()
-            try directory.syncFile(temporary)
-        }
     }
 
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.

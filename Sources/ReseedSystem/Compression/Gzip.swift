@@ -127,7 +127,7 @@ package enum Gzip {
             }
         }
         try decoder.finish()
-        return FileCopier.Result(bytes: total, sha256: hasher.map { $0.finalize().hexString })
+        return FileCopier.Result(bytes: total, sha256: hasher.map { $0.finalize().hexString }, method: .decode)
     }
 
     private static func write(_ file: borrowing OwnedDescriptor, _ bytes: [UInt8]) throws(CodecFailure) {

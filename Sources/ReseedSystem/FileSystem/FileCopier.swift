@@ -20,15 +20,30 @@ package struct FileCopier: Sendable {
     /// The most one `copy_file_range` call is asked for, so progress is reported while it runs.
     package static let rangeChunk = 64 << 20
 
+    /// How the bytes got into the destination.
+    package enum Method: String, Sendable {
+        /// The destination shares the source's blocks (`FICLONE`, or `fcopyfile` on Apple platforms):
+        /// nothing was written but metadata.
+        case clone
+        /// The kernel copied, in `copy_file_range(2)` chunks.
+        case copyFileRange
+        /// A read/write loop through a 1 MiB buffer.
+        case readWrite
+        /// A codec wrote what it decoded (a compressed seed).
+        case decode
+    }
+
     /// What a copy did.
     package struct Result: Sendable {
         package var bytes: Int64
         /// Lowercase hex SHA-256 of the bytes read, when hashing was asked for.
         package var sha256: String?
+        package var method: Method
 
-        package init(bytes: Int64, sha256: String?) {
+        package init(bytes: Int64, sha256: String?, method: Method) {
             self.bytes = bytes
             self.sha256 = sha256
+            self.method = method
         }
     }
 
@@ -63,14 +78,14 @@ package struct FileCopier: Sendable {
         let size = try Syscalls.fstat(source).size
         if size <= limit, (try? Syscalls.cloneFile(from: source, to: destination)) != nil {
             progress?(size)
-            return Result(bytes: size, sha256: nil)
+            return Result(bytes: size, sha256: nil, method: .clone)
         }
         if size <= limit, (try? Syscalls.copyFileData(from: source, to: destination)) != nil {
             progress?(size)
-            return Result(bytes: size, sha256: nil)
+            return Result(bytes: size, sha256: nil, method: .clone)
         }
         if let copied = try copyFileRange(source, destination) {
-            return Result(bytes: copied, sha256: nil)
+            return Result(bytes: copied, sha256: nil, method: .copyFileRange)
         }
         return try readHashWrite(source, destination)
     }
@@ -134,7 +149,7 @@ package struct FileCopier: Sendable {
         copied.finish()
         let digest = hasher.join()
         if let failure { throw failure }
-        return Result(bytes: total, sha256: try digest.get())
+        return Result(bytes: total, sha256: try digest.get(), method: .copyFileRange)
     }
 
     /// Hashes `file` from its start as far as `copied` says the copy has gone, until it is finished.
@@ -180,7 +195,7 @@ package struct FileCopier: Sendable {
             progress?(total)
         }
         let digest = hasher.map { $0.finalize().hexString }
-        return Result(bytes: total, sha256: digest)
+        return Result(bytes: total, sha256: digest, method: .readWrite)
     }
 }
 
