@@ -30,13 +30,18 @@ public enum SeedContentHash {
     ///   or read as a SQLite database, or a table cannot be read (an FTS or R-tree table is read
     ///   through its module, see <doc:ContentHash>).
     public static func compute(path: String) throws(ReseedError) -> String {
+        try reading(path) { db in try compute(db: db) }
+    }
+
+    /// Runs `body` in a read transaction of the database file at `path`, opened read-only.
+    private static func reading<T>(_ path: String, _ body: (Database) throws -> T) throws(ReseedError) -> T {
         try during(.verify, path: path) {
             var configuration = Configuration()
             configuration.readonly = true
             configuration.label = "reseed.contentHash"
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             defer { try? queue.close() }
-            return try queue.read { db in try compute(db: db) }
+            return try queue.read(body)
         }
     }
 
@@ -61,18 +66,11 @@ public enum SeedContentHash {
     ///
     /// - Throws: ``ReseedError`` (step ``ReseedError/Step/verify``) as ``compute(path:)``.
     public static func computeWithIncremental(path: String) throws(ReseedError) -> (contentHash: String, incremental: IncrementalContentHash) {
-        try during(.verify, path: path) {
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.label = "reseed.contentHash"
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? queue.close() }
-            return try queue.read { db in
-                var rowSet: RowSetAccumulator? = RowSetAccumulator()
-                let contentHash = try compute(db: db, progress: nil, rowSet: &rowSet)
-                let rows = rowSet?.hash ?? RowSetHash()
-                return (contentHash, try IncrementalContentHash(db: db, rowSet: rows))
-            }
+        try reading(path) { db in
+            var rowSet: RowSetAccumulator? = RowSetAccumulator()
+            let contentHash = try compute(db: db, progress: nil, rowSet: &rowSet)
+            let rows = rowSet?.hash ?? RowSetHash()
+            return (contentHash, try IncrementalContentHash(db: db, rowSet: rows))
         }
     }
 
