@@ -9,7 +9,8 @@ extension ReseedCommand {
             discussion: """
                 Fetches <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks its \
                 signature with the public key, and when it offers a newer version than the installed one, downloads \
-                the seed (resuming a broken download), verifies its size and SHA-256 and installs it. When the channel \
+                the seed (resuming a broken download, or one cut for averaging under --low-speed-limit bytes a second over \
+                --low-speed-time seconds), verifies its size and SHA-256 and installs it. When the channel \
                 offers a delta from the installed seed's content hash, only the changed rows are downloaded and applied \
                 to a copy of the installed seed (any failure falls back to the full seed). The next \
                 `reseed launch` keeps it unless the bundled seed is newer. Exit status 0 when the store is up to date \
@@ -33,6 +34,14 @@ extension ReseedCommand {
                 help: ArgumentHelp("Seconds fetching channel.json or its signature may take in all, however slowly the server sends.", valueName: "seconds"))
         var manifestDeadline: Double = 60
 
+        @Option(name: .customLong("low-speed-limit"),
+                help: ArgumentHelp("Bytes a second a download must average over --low-speed-time, or it is cut (and resumes on the next try); 0 turns the check off.", valueName: "bytes"))
+        var lowSpeedLimit: Int64 = 1024
+
+        @Option(name: .customLong("low-speed-time"),
+                help: ArgumentHelp("Seconds the --low-speed-limit average is taken over.", valueName: "seconds"))
+        var lowSpeedTime: Double = 60
+
         @Flag(name: .customLong("allow-downgrade"), help: "Install the channel's seed even when it is not newer than the installed one.")
         var allowDowngrade = false
 
@@ -48,6 +57,8 @@ extension ReseedCommand {
             _ = try channelURL()
             _ = try duration(timeout, of: "--timeout", allowingZero: false)
             _ = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
+            _ = try duration(lowSpeedTime, of: "--low-speed-time", allowingZero: false)
+            guard lowSpeedLimit >= 0 else { throw ValidationError("--low-speed-limit must be a number of bytes a second, from 0") }
         }
 
         func channelURL() throws -> URL {
@@ -80,6 +91,8 @@ extension ReseedCommand {
                                         configuration: launcherConfiguration)
                 configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
                 configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
+                configuration.lowSpeedLimit = lowSpeedLimit
+                configuration.lowSpeedTime = try duration(lowSpeedTime, of: "--low-speed-time", allowingZero: false)
                 configuration.allowsDowngrade = allowDowngrade
                 let channelURL = try self.channelURL()
                 let updater = ChannelUpdater(channel: channelURL, publicKey: try ChannelPublicKey(contentsOf: fileURL(publicKey)),
