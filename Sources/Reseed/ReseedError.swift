@@ -43,6 +43,11 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// an HTTP status that is not a success (see ``ReseedError/httpStatus``), or a server
         /// that sent more bytes than announced. Worth retrying later; a seed download resumes.
         public static let download = Code(rawValue: "download")
+        /// A transfer from a channel averaged fewer bytes a second than the minimum over its window
+        /// (``ChannelUpdater/Configuration/lowSpeedLimit`` over ``ChannelUpdater/Configuration/lowSpeedTime``),
+        /// and was cut: a server, or a network, too slow to finish in reasonable time. Worth
+        /// retrying later; what arrived of a seed is kept and the next try resumes.
+        public static let downloadTooSlow = Code(rawValue: "downloadTooSlow")
         /// A channel manifest's signature does not verify with the app's public key: the
         /// manifest or its signature was changed, or another key signed it.
         public static let signature = Code(rawValue: "signature")
@@ -81,6 +86,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
             case .invalidManifest: "fix the manifest, or build the seed again with reseed package"
             case .seedNotFound: "give the seed's manifest (*.manifest.json) or the folder that holds it"
             case .download: "check the channel's URL and the network, then try again"
+            case .downloadTooSlow: "try again later or on a better network"
             case .signature: "check that the public key is the one made with the channel's private key"
             case .insufficientSpace: "free some space on that device, then try again"
             case .channelExpired: "the publisher must re-sign the channel (reseed publish), or the host serves an old copy"

@@ -11,7 +11,8 @@ extension ReseedCommand {
                 <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks that a channel key \
                 keys.json lists signed it (for a channel without keys.json: a --public-key itself) and that it has not \
                 expired, and when it offers a newer version than the installed one, downloads \
-                the seed (resuming a broken download), verifies its size and SHA-256 and installs it. When the channel \
+                the seed (resuming a broken download, or one cut for averaging under --low-speed-limit bytes a second over \
+                --low-speed-time seconds), verifies its size and SHA-256 and installs it. When the channel \
                 offers a delta from the installed seed's content hash, only the changed rows are downloaded and applied \
                 to a copy of the installed seed (any failure falls back to the full seed). The next \
                 `reseed launch` keeps it unless the bundled seed is newer. Exit status 0 when the store is up to date \
@@ -40,6 +41,14 @@ extension ReseedCommand {
                 help: ArgumentHelp("Seconds this device's clock may be behind: an expiry is enforced only that long after it passed.", valueName: "seconds"))
         var clockSkew: Double = 300
 
+        @Option(name: .customLong("low-speed-limit"),
+                help: ArgumentHelp("Bytes a second a download must average over --low-speed-time, or it is cut (and resumes on the next try); 0 turns the check off.", valueName: "bytes"))
+        var lowSpeedLimit: Int64 = 1024
+
+        @Option(name: .customLong("low-speed-time"),
+                help: ArgumentHelp("Seconds the --low-speed-limit average is taken over.", valueName: "seconds"))
+        var lowSpeedTime: Double = 60
+
         @Flag(name: .customLong("allow-downgrade"), help: "Install the channel's seed even when it is not newer than the installed one.")
         var allowDowngrade = false
 
@@ -57,6 +66,8 @@ extension ReseedCommand {
             _ = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
             _ = try duration(clockSkew, of: "--clock-skew")
             guard !publicKey.isEmpty else { throw ValidationError("give at least one --public-key") }
+            _ = try duration(lowSpeedTime, of: "--low-speed-time", allowingZero: false)
+            guard lowSpeedLimit >= 0 else { throw ValidationError("--low-speed-limit must be a number of bytes a second, from 0") }
         }
 
         func channelURL() throws -> URL {
@@ -89,6 +100,8 @@ extension ReseedCommand {
                                         configuration: launcherConfiguration)
                 configuration.timeout = try duration(timeout, of: "--timeout", allowingZero: false)
                 configuration.manifestDeadline = try duration(manifestDeadline, of: "--manifest-deadline", allowingZero: false)
+                configuration.lowSpeedLimit = lowSpeedLimit
+                configuration.lowSpeedTime = try duration(lowSpeedTime, of: "--low-speed-time", allowingZero: false)
                 configuration.allowsDowngrade = allowDowngrade
                 configuration.clockSkew = try duration(clockSkew, of: "--clock-skew")
                 let channelURL = try self.channelURL()

@@ -17,6 +17,14 @@ file name:
     {"oversize": ["channel.json"]}         stream 256 MiB of spaces, no Content-Length, until the client leaves
     {"rangeStatus": {"seed.sqlite": 416}}  answer a request with a Range header with this status
     {"trickle": {"channel.json": 0.2}}     send the body one byte at a time, this many seconds apart
+    {"trickleAfter": {"seed.sqlite": [5000, 1.0]}}
+                                           send 5000 body bytes at once, then one byte a second (a slow
+                                           retrieval: never silent long enough for an idle timeout)
+    {"ignoreRange": ["seed.sqlite"]}       answer a Range with 200 and the whole file (a host without ranges)
+    {"rangeFlipped": ["seed.sqlite"]}      answer a Range with 206 and the right Content-Range, but every
+                                           byte inverted (the file changed under the same validator)
+    {"contentRange": {"seed.sqlite": "bytes 0-9/10"}}
+                                           answer a Range with 206 and this Content-Range (the bytes asked for)
     {"once": {"channel.json": "old.json"}} serve ROOT/old.json in its place, to the next request only
     {"gzip": {"channel.json": 1024}}       answer 200 with Content-Encoding: gzip, whatever the request asked
                                            for, and no Content-Length: a gzip bomb (about 1 KB a MiB) that
@@ -175,6 +183,8 @@ class Handler(BaseHTTPRequestHandler):
         size = info.st_size
         start, end, status = 0, size - 1, 200
         wanted = self.headers.get("Range")
+        if wanted and name in switches.get("ignoreRange", []):
+            wanted = None
         if wanted and (self.headers.get("If-Range") in (None, etag, modified)):
             spec = wanted.strip().removeprefix("bytes=")
             first, _, last = spec.partition("-")
@@ -196,7 +206,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(end - start + 1))
         if status == 206:
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+            self.send_header("Content-Range", switches.get("contentRange", {}).get(name, "bytes %d-%d/%d" % (start, end, size)))
         self.end_headers()
         if head:
             return
@@ -205,6 +215,8 @@ class Handler(BaseHTTPRequestHandler):
         if stall is not None:
             cut = stall
         pause = switches.get("trickle", {}).get(name)
+        quick, slow = switches.get("trickleAfter", {}).get(name, [None, None])
+        flipped = status == 206 and name in switches.get("rangeFlipped", [])
         rate = switches.get("rate")
         began = time.monotonic()
         sent = 0
@@ -217,6 +229,12 @@ class Handler(BaseHTTPRequestHandler):
                     if pause is not None:
                         count = 1
                         time.sleep(float(pause))
+                    if quick is not None:
+                        if sent >= quick:
+                            count = 1
+                            time.sleep(float(slow))
+                        else:
+                            count = min(count, quick - sent)
                     if cut is not None:
                         count = min(count, cut - sent)
                         if count <= 0:
@@ -224,7 +242,11 @@ class Handler(BaseHTTPRequestHandler):
                     data = f.read(count)
                     if not data:
                         break
+                    if flipped:
+                        data = bytes(b ^ 0xFF for b in data)
                     self.wfile.write(data)
+                    if quick is not None:
+                        self.wfile.flush()
                     sent += len(data)
                     remaining -= len(data)
                     if rate:

@@ -117,7 +117,7 @@ extension ChannelUpdater {
     }
 
     private func fetchPair(conditional: ChannelValidators?) async throws(ReseedError) -> Pair? {
-        let transfer = HTTPTransfer(timeout: configuration.timeout, deadline: configuration.manifestDeadline)
+        let transfer = configuration.transfer(deadline: configuration.manifestDeadline)
         let manifestURL = channelURL.appendingPathComponent(ChannelManifest.fileName)
         var headers: [String: String] = [:]
         if let conditional {

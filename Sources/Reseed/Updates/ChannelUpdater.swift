@@ -48,6 +48,18 @@ public struct ChannelUpdater: Sendable {
         /// server paces it: both are small, so a server that trickles them is given up on
         /// (the seed's download has no such limit; it resumes). Default 60 seconds.
         public var manifestDeadline: Duration = .seconds(60)
+        /// The fewest bytes a second a transfer (the seed, its delta, `channel.json`) may average over
+        /// ``lowSpeedTime`` before it is cut with ``ReseedError/Code/downloadTooSlow``, as curl's
+        /// `--speed-limit`; 0 turns the check off. What arrived of a seed is kept, and the next
+        /// update resumes it. Default 1024 (1 KiB/s): a phone on a poor network (EDGE, a weak
+        /// signal) still averages several KiB/s, while a server trickling bytes to hold the update
+        /// is cut within about a minute instead of holding it for days.
+        public var lowSpeedLimit: Int64 = 1024
+        /// The window ``lowSpeedLimit`` is averaged over, as curl's `--speed-time`; the check starts
+        /// once a transfer is this old. Default 60 seconds: twice the idle ``timeout``, so a tunnel,
+        /// a lift or a cell handover of a few tens of seconds does not cut a download that then
+        /// catches up.
+        public var lowSpeedTime: Duration = .seconds(60)
         /// Installs a channel's seed that is older than the installed one (as the preferences
         /// record it, or as the store file records it in its metadata), or whose version
         /// cannot be ordered by SemVer. Default false: such an offer is refused.
@@ -64,6 +76,12 @@ public struct ChannelUpdater: Sendable {
 
         /// The defaults.
         public init() {}
+
+        /// Every transfer of an update: the idle timeout and the minimum rate; `deadline` for the small files.
+        func transfer(deadline: Duration? = nil) -> HTTPTransfer {
+            HTTPTransfer(timeout: timeout, deadline: deadline,
+                         minimumRate: HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime))
+        }
     }
 
     /// What an update did.
@@ -132,7 +150,7 @@ public struct ChannelUpdater: Sendable {
     /// The keys the app pins: the root keys that sign the channel's `keys.json` or, for a channel
     /// without one, the keys that sign `channel.json` itself.
     public let publicKeys: [ChannelPublicKey]
-    /// The timeout, the downgrade switch and the progress callback.
+    /// The timeout, the minimum rate, the downgrade switch and the progress callback.
     public var configuration: Configuration
     let target: Target
 
@@ -170,6 +188,8 @@ public struct ChannelUpdater: Sendable {
     /// - Throws: ``ReseedError``, the installed store and its recorded version then left as they were:
     ///   ``ReseedError/Code/download`` (no answer within the timeout, connection lost, an HTTP
     ///   error with ``ReseedError/httpStatus``; a broken seed download resumes on the next try),
+    ///   ``ReseedError/Code/downloadTooSlow`` (a transfer averaged under
+    ///   ``Configuration/lowSpeedLimit`` over ``Configuration/lowSpeedTime``; it resumes too),
     ///   ``ReseedError/Code/signature`` (of `channel.json` or `keys.json`), ``ReseedError/Code/channelExpired``,
     ///   ``ReseedError/Code/channelKeyRevoked``, ``ReseedError/Code/channelKeyExpired``,
     ///   ``ReseedError/Code/channelRefused`` (also for a `keys.json` older than one seen before),
@@ -273,7 +293,7 @@ public struct ChannelUpdater: Sendable {
         let file = manifest.compressed ?? ChannelManifest.File(encoding: "identity", file: manifest.file, size: manifest.size, sha256: manifest.sha256)
         let download = SeedDownload(
             store: manifest.name, size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
-            directory: context.directory, transfer: HTTPTransfer(timeout: configuration.timeout), progress: configuration.progress,
+            directory: context.directory, transfer: configuration.transfer(), progress: configuration.progress,
             keeping: manifest.offeredSHA256)
         // Before any byte: the rest of the download and the install's temp copy must fit beside the store.
         try DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version)", needed: DiskSpace.fullUpdate(

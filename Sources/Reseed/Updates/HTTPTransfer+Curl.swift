@@ -10,8 +10,9 @@ import Synchronization
 /// awaiting task resumes when it returns. libcurl calls back on that thread with header lines
 /// (gathered into the final response, past `1xx` and the redirects libcurl follows, and handed
 /// to `onResponse` at the blank line that ends them), with pieces of the body (`onData`) and
-/// with progress, at least once a second, where the idle timeout, the deadline and a
-/// cancellation end the transfer. Any callback that refuses ends it at once: libcurl reads
+/// with progress, at least once a second, where the idle timeout, the deadline, the minimum rate
+/// (``HTTPTransfer/RateWindow``, rather than libcurl's own `CURLOPT_LOW_SPEED_LIMIT`: the same
+/// check and sentence as the `URLSession` engine) and a cancellation end the transfer. Any callback that refuses ends it at once: libcurl reads
 /// nothing more. libcurl adds no `Accept-Encoding` of its own and decodes no body
 /// (`CURLOPT_HTTP_CONTENT_DECODING` off): what `onData` gets is the bytes on the wire.
 final class CurlExchange: Sendable {
@@ -33,6 +34,9 @@ final class CurlExchange: Sendable {
         var ignoredBodyBytes = 0
         var lastActivity: ContinuousClock.Instant
         var cancelled = false
+        /// Body bytes of the final response handed to `onData`.
+        var bodyBytes: Int64 = 0
+        var rate: HTTPTransfer.RateWindow?
     }
 
     private let url: URL
@@ -46,6 +50,7 @@ final class CurlExchange: Sendable {
     private let state: Mutex<State>
 
     init(url: URL, headers: [String: String], step: ReseedError.Step, timeout: Duration, deadline: Duration?,
+         minimumRate: HTTPTransfer.MinimumRate?,
          onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
          onData: @escaping @Sendable (Data) throws(ReseedError) -> Void) {
         self.url = url
@@ -55,7 +60,7 @@ final class CurlExchange: Sendable {
         self.deadline = deadline
         self.onResponse = onResponse
         self.onData = onData
-        self.state = Mutex(State(lastActivity: started))
+        self.state = Mutex(State(lastActivity: started, rate: minimumRate.map(HTTPTransfer.RateWindow.init)))
     }
 
     /// Runs the transfer on a thread of its own; a cancelled task stops it within a second.
@@ -232,6 +237,7 @@ final class CurlExchange: Sendable {
                 }
                 return false
             }
+            state.bodyBytes += Int64(bytes.count)
             return true
         }
         guard deliver else { return state.withLock { $0.failure == nil } }
@@ -244,7 +250,8 @@ final class CurlExchange: Sendable {
         }
     }
 
-    /// libcurl's progress call: false ends the transfer (cancelled, past the deadline, or silent too long).
+    /// libcurl's progress call: false ends the transfer (cancelled, past the deadline, silent too
+    /// long, or under the minimum rate).
     private func goesOn() -> Bool {
         let now = ContinuousClock.now
         return state.withLock { state in
@@ -256,6 +263,8 @@ final class CurlExchange: Sendable {
             } else if now - state.lastActivity > timeout {
                 state.failure = failure(state.response != nil
                     ? "the server sent nothing more for \(timeout) (timed out)" : "no answer within \(timeout) (timed out)")
+            } else if let shortfall = state.rate?.record(total: state.bodyBytes, after: now - started), let rate = state.rate {
+                state.failure = ReseedError(.downloadTooSlow, step: step, url: url, message: rate.message(shortfall))
             }
             return state.failure == nil
         }

@@ -11,7 +11,10 @@ extension HTTPTransfer {
     /// ``get(_:headers:step:onResponse:onData:)`` through `URLSession`: the engine of Apple platforms.
     ///
     /// A delegate rather than `bytes(for:)` (which Linux's Foundation lacks) or `data(for:)`
-    /// (which holds the whole body). ``timeout`` is `timeoutIntervalForRequest`.
+    /// (which holds the whole body). ``timeout`` is `timeoutIntervalForRequest`. URLSession has no
+    /// minimum rate of its own: the delegate feeds ``RateWindow`` with each piece, and a watchdog
+    /// task checks it, and the deadline, once a second, so a server that sends nothing between
+    /// checks is cut as on Linux. (Not built or run on Apple platforms by this repository's CI.)
     func sessionGet(
         _ url: URL, headers: [String: String], step: ReseedError.Step,
         onResponse: @escaping @Sendable (Response) throws(ReseedError) -> Void,
@@ -26,14 +29,14 @@ extension HTTPTransfer {
         request.httpMethod = "GET"
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
 
-        let delegate = TransferDelegate(url: url, step: step, timeout: timeout, onResponse: onResponse, onData: onData)
+        let delegate = TransferDelegate(url: url, step: step, timeout: timeout, deadline: deadline, minimumRate: minimumRate,
+                                        onResponse: onResponse, onData: onData)
         let session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let task = session.dataTask(with: request)
-        let watchdog = deadline.map { deadline in
-            Task {
-                try? await Task.sleep(for: deadline)
-                if !Task.isCancelled { delegate.expire(task, after: deadline) }
+        let watchdog = deadline == nil && minimumRate == nil ? nil : Task {
+            while !Task.isCancelled, delegate.goesOn(task) {
+                try? await Task.sleep(for: .seconds(1))
             }
         }
         defer { watchdog?.cancel() }
@@ -55,23 +58,32 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         var response: HTTPTransfer.Response?
         /// The error a callback threw; once set, nothing more is handed over.
         var failure: ReseedError?
+        /// Body bytes handed to `onData`.
+        var bodyBytes: Int64 = 0
+        var rate: HTTPTransfer.RateWindow?
+        /// Set when the task has completed, whatever the outcome.
+        var ended = false
     }
 
     private let url: URL
     private let step: ReseedError.Step
     private let timeout: Duration
+    private let deadline: Duration?
     private let onResponse: @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void
     private let onData: @Sendable (Data) throws(ReseedError) -> Void
-    private let state = Mutex(State())
+    private let started = ContinuousClock.now
+    private let state: Mutex<State>
 
-    init(url: URL, step: ReseedError.Step, timeout: Duration,
+    init(url: URL, step: ReseedError.Step, timeout: Duration, deadline: Duration?, minimumRate: HTTPTransfer.MinimumRate?,
          onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
          onData: @escaping @Sendable (Data) throws(ReseedError) -> Void) {
         self.url = url
         self.step = step
         self.timeout = timeout
+        self.deadline = deadline
         self.onResponse = onResponse
         self.onData = onData
+        self.state = Mutex(State(rate: minimumRate.map(HTTPTransfer.RateWindow.init)))
     }
 
     func start(_ task: URLSessionDataTask, _ continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>) {
@@ -111,12 +123,18 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         } catch {
             refuse(error)
             dataTask.cancel()
+            return
         }
+        state.withLock { $0.bodyBytes += Int64(data.count) }
+        _ = goesOn(dataTask)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let (continuation, result) = state.withLock { state -> (CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>?, Result<HTTPTransfer.Response, ReseedError>) in
-            defer { state.continuation = nil }
+            defer {
+                state.continuation = nil
+                state.ended = true
+            }
             if let failure = state.failure { return (state.continuation, .failure(failure)) }
             if let error { return (state.continuation, .failure(translate(error, answered: state.response != nil))) }
             guard let response = state.response else {
@@ -127,10 +145,22 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         continuation?.resume(returning: result)
     }
 
-    /// Ends the task past its deadline (nothing changes if it has already ended).
-    func expire(_ task: URLSessionTask, after deadline: Duration) {
-        refuse(ReseedError(.download, step: step, url: url, message: "the transfer took longer than \(deadline) in all (the server sends too slowly)"))
-        task.cancel()
+    /// False, the task then cancelled, once it is past its deadline or under its minimum rate, or
+    /// has ended (nothing changes for a task that has already ended).
+    func goesOn(_ task: URLSessionTask) -> Bool {
+        let elapsed = ContinuousClock.now - started
+        let (goesOn, cut) = state.withLock { state -> (Bool, Bool) in
+            guard !state.ended, state.failure == nil else { return (false, false) }
+            if let deadline, elapsed > deadline {
+                state.failure = ReseedError(.download, step: step, url: url,
+                                            message: "the transfer took longer than \(deadline) in all (the server sends too slowly)")
+            } else if let shortfall = state.rate?.record(total: state.bodyBytes, after: elapsed), let rate = state.rate {
+                state.failure = ReseedError(.downloadTooSlow, step: step, url: url, message: rate.message(shortfall))
+            }
+            return (state.failure == nil, state.failure != nil)
+        }
+        if cut { task.cancel() }
+        return goesOn
     }
 
     private func refuse(_ error: ReseedError) {

@@ -7,7 +7,8 @@ import Foundation
 /// a `304` reaches the caller as a `304`. ``timeout`` is an idle timeout: a slow download that
 /// keeps moving is never cut, a server that sends nothing for that long is. ``deadline``, when
 /// set, bounds the whole transfer however the server paces it (a small file trickled a byte
-/// at a time). Redirects to `http` and `https` are followed (20 at most).
+/// at a time). ``minimumRate``, when set, cuts a transfer whose body averages fewer bytes a second
+/// than its minimum over its window (``MinimumRate``), however it is paced. Redirects to `http` and `https` are followed (20 at most).
 ///
 /// The request asks for `Accept-Encoding: identity` (bytes as stored: sizes, ranges and
 /// checksums are about the file), and a response with any other `Content-Encoding` is refused
@@ -58,10 +59,13 @@ struct HTTPTransfer: Sendable {
     var timeout: Duration
     /// The longest one GET may take in all, or nil for no limit.
     var deadline: Duration?
+    /// The slowest average the body may arrive at, or nil for no limit.
+    var minimumRate: MinimumRate?
 
-    init(timeout: Duration, deadline: Duration? = nil) {
+    init(timeout: Duration, deadline: Duration? = nil, minimumRate: MinimumRate? = nil) {
         self.timeout = timeout
         self.deadline = deadline
+        self.minimumRate = minimumRate
     }
 
     /// Gets `url`. `onResponse` sees the status and headers first and may refuse them by throwing;
@@ -70,7 +74,8 @@ struct HTTPTransfer: Sendable {
     ///
     /// - Throws: ``ReseedError`` ``ReseedError/Code/download`` for the transfer's own failures
     ///   (no answer within the timeout, past the deadline, connection refused or lost, a
-    ///   `Content-Encoding` that was not asked for), naming `step` and `url`.
+    ///   `Content-Encoding` that was not asked for), naming `step` and `url`;
+    ///   ``ReseedError/Code/downloadTooSlow`` when the body averaged under ``minimumRate``.
     func get(
         _ url: URL, headers: [String: String], step: ReseedError.Step,
         onResponse: @escaping @Sendable (Response) throws(ReseedError) -> Void,
@@ -87,7 +92,7 @@ struct HTTPTransfer: Sendable {
         }
         #if canImport(FoundationNetworking)
         let exchange = CurlExchange(url: url, headers: headers, step: step, timeout: timeout, deadline: deadline,
-                                    onResponse: checked, onData: onData)
+                                    minimumRate: minimumRate, onResponse: checked, onData: onData)
         return try await exchange.run()
         #else
         return try await sessionGet(url, headers: headers, step: step, onResponse: checked, onData: onData)

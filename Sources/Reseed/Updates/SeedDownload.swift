@@ -14,7 +14,9 @@ import SystemPackage
 /// `.<name>.sqlite.reseed-tmp-*`). Beside it, `<partial>.etag` keeps the seed's strong `ETag`
 /// (or strong `Last-Modified`) from the response that started it: a resumed request asks for the rest
 /// with `Range` and `If-Range`, so a file that changed on the server comes back whole
-/// (`200`) instead of being spliced. Partial files of anything the current manifest does not
+/// (`200`) instead of being spliced; a server that cannot answer the range (`416`, or a `206` for
+/// another range) is asked once more for the whole file. A transfer cut for its slowness
+/// (``HTTPTransfer/MinimumRate``) keeps what arrived, like a broken one. Partial files of anything the current manifest does not
 /// offer are removed first.
 /// Never more than the manifest's size is written: a response that announces or sends
 /// more is refused.
@@ -84,8 +86,9 @@ struct SeedDownload: Sendable {
 
     /// Downloads what is missing of the seed and checks its size and SHA-256.
     ///
-    /// - Throws: ``ReseedError``: ``ReseedError/Code/download`` (step `download`) when the
-    ///   transfer fails, the partial file then kept for the next try;
+    /// - Throws: ``ReseedError``: ``ReseedError/Code/download`` or
+    ///   ``ReseedError/Code/downloadTooSlow`` (step `download`) when the transfer fails, the
+    ///   partial file then kept for the next try;
     ///   ``ReseedError/Code/verificationFailed`` when the whole file does not match the
     ///   manifest, the partial file then removed.
     func run() async throws(ReseedError) -> Result {
@@ -101,7 +104,8 @@ struct SeedDownload: Sendable {
         }
         var resumedFrom: Int64?
         var received: Int64 = 0
-        // A second round only when the server said the partial file's range is not satisfiable.
+        // A second round, for the whole file, only when the server could not answer the partial
+        // file's range: a 416, or a 206 for another range than the one asked for.
         for round in 1...2 where have < manifest.size {
             let sink = DownloadSink(file: file, directory: directory, name: partialName, start: have, size: manifest.size, url: url, progress: progress)
             var headers: [String: String] = [:]
@@ -118,7 +122,7 @@ struct SeedDownload: Sendable {
                 }, onData: { data throws(ReseedError) in try sink.write(data) })
             } catch {
                 received += sink.received
-                if error.httpStatus == 416, round == 1 {
+                if sink.startsOver, round == 1 {
                     try truncate(file)
                     have = 0
                     continue
@@ -126,7 +130,7 @@ struct SeedDownload: Sendable {
                 if sink.overflowed { removeFiles() }
                 try? directory.sync(file.descriptor, name: partialName)
                 var failure = error
-                if error.code == .download, error.httpStatus == nil, !sink.overflowed, sink.offset > 0 {
+                if error.code == .download || error.code == .downloadTooSlow, error.httpStatus == nil, !sink.overflowed, sink.offset > 0 {
                     failure.message += "; \(sink.offset) of \(manifest.size) bytes are kept and the next try resumes"
                 }
                 throw failure
@@ -240,6 +244,7 @@ private final class DownloadSink: Sendable {
         var received: Int64 = 0
         var overflowed = false
         var resumedFrom: Int64?
+        var startsOver = false
     }
 
     private let file: SharedDescriptor
@@ -268,6 +273,9 @@ private final class DownloadSink: Sendable {
     var overflowed: Bool { state.withLock { $0.overflowed } }
     /// The offset the server resumed from (a `206`), when it did.
     var resumedFrom: Int64? { state.withLock { $0.resumedFrom } }
+    /// True when the server could not answer the range asked for (a `416`, or a `206` whose
+    /// `Content-Range` is another range): the partial file is worth nothing to this server.
+    var startsOver: Bool { state.withLock { $0.startsOver } }
 
     private func refuse(_ message: String, status: Int? = nil) -> ReseedError {
         ReseedError(.download, step: .download, url: url, httpStatus: status, message: message)
@@ -291,6 +299,7 @@ private final class DownloadSink: Sendable {
         case 206:
             let range = response.header("Content-Range") ?? ""
             guard let first = Self.firstByte(range, total: size), first == start else {
+                state.withLock { $0.startsOver = true }
                 throw refuse("the server answered the range from byte \(start) with Content-Range '\(range)'")
             }
             if let length, start + length > size {
@@ -298,6 +307,7 @@ private final class DownloadSink: Sendable {
             }
             state.withLock { $0.resumedFrom = start }
         case 416:
+            state.withLock { $0.startsOver = true }
             throw refuse("the server cannot send the partial download's rest (HTTP 416)", status: 416)
         default:
             throw refuse("HTTP \(response.status) \(HTTPURLResponse.localizedString(forStatusCode: response.status))", status: response.status)
