@@ -488,6 +488,44 @@ extension ChannelDeltaTests {
         #expect(preferences.contains(#""incrementalContentHash": "\#(offered.manifest.incrementalContentHash ?? "")""#), "\(preferences)")
     }
 
+    /// A single-file store whose `-wal` holds an app's committed row, not yet checkpointed (the
+    /// app was killed), so the file alone is not what the store holds: the delta's result is hashed
+    /// whole, does not match, and the full seed replaces it. (Two things turn the incremental check
+    /// off here: the app's first open switched the file to WAL, which changed its fingerprint, and
+    /// the `-wal` holds frames; this test does not tell them apart.)
+    @Test func framesInTheWALOfASingleFileStoreTurnTheIncrementalCheckOff() throws {
+        let sandbox = try ChannelSandbox()
+        let (withUserStore, launchWithUserStore, offered) = try launchedAndPublished(sandbox)
+        // The same device without a user store: a single-file store.
+        let strip = { (arguments: [String]) in
+            arguments.enumerated().filter { index, argument in
+                argument != "--user-store" && (index == 0 || arguments[index - 1] != "--user-store")
+            }.map(\.element)
+        }
+        try FileManager.default.removeItem(at: sandbox.dataDirectory)
+        let launched = try ReseedBinary.run(strip(launchWithUserStore))
+        #expect(launched.status == 0, "\(launched.stderr)")
+        let before = try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.modificationDate] as? Date
+        // A committed row left in the -wal: the writer exits without closing, so nothing is checkpointed.
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        writer.arguments = ["-c", """
+            import os, sqlite3, sys
+            c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_autocheckpoint = 0")
+            c.execute("UPDATE item SET label = 'written by the app' WHERE id = 2"); c.commit(); os._exit(0)
+            """, sandbox.storeURL.path]
+        try writer.run()
+        writer.waitUntilExit()
+        #expect(writer.terminationStatus == 0)
+        #expect(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.modificationDate] as? Date == before)
+        #expect((try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path + "-wal")[.size] as? Int ?? 0) > 0)
+        let result = try ReseedBinary.run(strip(withUserStore))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("the delta applied yields content hash"), "\(result.stderr)")
+        #expect((try? jsonObject(result.stdout))?["method"] as? String == "full", "\(result.stdout)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+
     /// Something wrote a row into the seed's file: the delta's result is hashed whole, does not
     /// match, and the full seed replaces it.
     @Test func aSeedFileWrittenToIsHashedWholeAndGetsTheFullSeed() throws {
