@@ -79,10 +79,11 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
         /// allowance) has passed.
         public static let channelKeyExpired = Code(rawValue: "channelKeyExpired")
 
-        /// What a user can do about a failure of this kind, when one thing fits every case.
-        var advice: String? {
+        /// What a user can do about a failure of this kind at `step`, when one thing fits every case.
+        func advice(at step: Step) -> String? {
             switch self {
             case .lockTimeout, .storeBusy: "try again once the other process has finished with the store"
+            case .invalidManifest where step == .checkKeys: "the channel's root key holder must write keys.json again (reseed keys)"
             case .invalidManifest: "fix the manifest, or build the seed again with reseed package"
             case .seedNotFound: "give the seed's manifest (*.manifest.json) or the folder that holds it"
             case .download: "check the channel's URL and the network, then try again"
@@ -135,7 +136,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
     /// What the user can do about it ("check the path"): the advice given to the initializer, else
     /// that of ``errno``, else that of ``code``; nil when none fits.
     public var advice: String? {
-        get { givenAdvice ?? errno?.advice ?? code.advice }
+        get { givenAdvice ?? errno?.advice ?? code.advice(at: step) }
         set { givenAdvice = newValue }
     }
     private var givenAdvice: String?
