@@ -247,9 +247,8 @@ struct TableRows {
     ///
     /// - Throws: the `DatabaseError` of a step, or what `body` throws.
     @discardableResult
-    func forEachRow(_ sql: String, arguments: StatementArguments = [], _ db: Database, _ body: (OpaquePointer, Int32) throws -> Void) throws -> Int64 {
+    func forEachRow(_ sql: String, _ db: Database, _ body: (OpaquePointer, Int32) throws -> Void) throws -> Int64 {
         let statement = try db.makeStatement(sql: sql)
-        try statement.setArguments(arguments)
         let raw = statement.sqliteStatement
         defer { sqlite3_reset(raw) }
         let count = Int32(selected.count)
