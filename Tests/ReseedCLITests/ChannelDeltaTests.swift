@@ -225,6 +225,22 @@ extension ChannelSandbox {
         #expect(!paths.contains { $0.hasSuffix(".delta.gz") }, "\(paths)")
     }
 
+    /// A manifest whose `user_version` is not its seed's (a publisher's mistake, signed): the
+    /// delta's result is refused as the full seed is, and the store stays as it was.
+    @Test func aDeltaResultWhoseUserVersionIsNotTheManifestsIsRefused() async throws {
+        let sandbox = try ChannelSandbox()
+        let (bundled, offered, published) = try installedAndPublished(sandbox)
+        #expect(published.manifest.deltas.count == 1)
+        try sandbox.resign { text in
+            text = text.replacingOccurrences(of: "\"userVersion\": \(offered.manifest.userVersion)", with: "\"userVersion\": 77")
+        }
+        let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(error?.code == .verificationFailed, "\(String(describing: error))")
+        #expect(error?.message.contains("user_version/application_id are \(offered.manifest.userVersion)/") == true, "\(String(describing: error))")
+        #expect(try sandbox.storeContentHash() == bundled.manifest.contentHash)
+        #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
     @Test func aDeltaThatYieldsAnotherContentHashFallsBackToTheFullSeed() async throws {
         let sandbox = try ChannelSandbox()
         let (bundled, offered, published) = try installedAndPublished(sandbox)
@@ -540,5 +556,71 @@ extension ChannelDeltaTests {
         #expect(result.stderr.contains("the delta applied yields content hash"), "\(result.stderr)")
         #expect((try? jsonObject(result.stdout))?["method"] as? String == "full", "\(result.stdout)")
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+}
+
+/// What a delta update writes into its private copy of the installed seed: each page it changes,
+/// once, and no rollback journal (a failed apply deletes the copy, so nothing needs rolling back).
+@Suite(.enabled(if: SyscallFaultTests.straceProblem == nil, Comment(rawValue: SyscallFaultTests.straceProblem ?? "")), .timeLimit(.minutes(10)))
+struct DeltaWriteTests {
+    /// 40,000 rows with an index on their label, about 9 MB; release 1.1.0 updates one row in 16,
+    /// deletes another one in 16 and inserts 400: three statements touching most pages of the table
+    /// and of the index, more than SQLite's default cache of 2 MiB holds.
+    static func release(_ sandbox: ChannelSandbox, _ version: String, generation: Int) throws -> Seed {
+        try SeedFixture(name: "items", version: version, sql: [
+            "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL, body TEXT NOT NULL)",
+            "CREATE INDEX item_label ON item (label)",
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000)
+            INSERT INTO item (id, label, body) SELECT i, hex(i * 2654435761 % 4294967291), printf('%.*c', 100, 'x') || hex(i * 40503 % 65521) FROM n
+            """,
+            "UPDATE item SET label = label || ' v\(generation)' WHERE \(generation) > 0 AND id % 16 = 3",
+            "DELETE FROM item WHERE \(generation) > 0 AND id % 16 = 11",
+            """
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400)
+            INSERT INTO item (id, label, body) SELECT 40000 + i, 'new ' || i, 'new' FROM n WHERE \(generation) > 0
+            """,
+        ]).build(in: sandbox.directory.appending("release-\(version)"))
+    }
+
+    @Test func aDeltaUpdateWritesEachChangedPageOnceAndNoJournal() throws {
+        let strace = try #require(SyscallFaultTests.strace)
+        let sandbox = try ChannelSandbox()
+        let old = try Self.release(sandbox, "1.0.0", generation: 0)
+        let new = try Self.release(sandbox, "1.1.0", generation: 1)
+        try sandbox.publish(old, compressed: true)
+        #expect(try sandbox.publish(new, compressed: true).manifest.deltas.count == 1)
+        let publicKey = sandbox.directory.appending("channel.pub")
+        try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: publicKey)
+        // A seed beside a user store, as most apps have it: the installed seed file is never opened
+        // for writing, so its copy needs no -wal replayed (which writes pages before the apply).
+        let launched = try ReseedBinary.run(["launch", "--seed", old.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user"])
+        #expect(launched.status == 0, "\(launched.stderr)")
+        let trace = sandbox.directory.appending("update.trace")
+        let result = try ReseedBinary.start(
+            ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
+             "--seed", old.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user", "--json"],
+            prefix: [strace, "-f", "-qq", "-o", trace.path, "-e", "trace=openat,close,pwrite64"]).wait()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect((try? jsonObject(result.stdout))?["method"] as? String == "delta", "\(result.stdout)")
+        #expect(try sandbox.storeContentHash() == new.manifest.contentHash)
+
+        // The copy's descriptors (`openat(…, ".items.sqlite.reseed-tmp-…", …) = FD`, until closed), then their page writes.
+        var copies = Set<Int>(), offsets: [Int: Int] = [:], journals: [String] = []
+        for line in try String(contentsOf: trace, encoding: .utf8).split(separator: "\n") {
+            if let open = line.firstMatch(of: /openat\([^,]+, "([^"]+)".* = (\d+)$/), let fd = Int(open.2) {
+                if open.1.hasSuffix("-journal") { journals.append(String(open.1)) }
+                if open.1.contains(".items.sqlite.reseed-tmp-"), !open.1.contains("-journal") { copies.insert(fd) } else { copies.remove(fd) }
+            } else if let close = line.firstMatch(of: /close\((\d+)\)/), let fd = Int(close.1) {
+                copies.remove(fd)
+            } else if let write = line.firstMatch(of: /pwrite64\((\d+), .*, (\d+)\) += \d+$/), let fd = Int(write.1), copies.contains(fd),
+                      let offset = Int(write.2) {
+                offsets[offset, default: 0] += 1
+            }
+        }
+        #expect(journals.isEmpty, "\(journals)")
+        #expect(offsets.count > 600, "the delta changed \(offsets.count) pages: too few to fill SQLite's default cache")
+        let rewritten = offsets.filter { $0.value > 1 }
+        #expect(rewritten.isEmpty, "\(rewritten.count) of \(offsets.count) pages were written more than once")
     }
 }

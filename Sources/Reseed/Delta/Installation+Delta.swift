@@ -8,8 +8,8 @@ extension Installation {
     /// The pipeline's copy and verify stages for a delta: the installed store copied into
     /// `temporary` beside it, the delta at `deltaPath` applied to that copy in one transaction, the
     /// result's content hash checked against the manifest's (signed by the channel), made durable,
-    /// then checked as any seed is (a rollback-journal SQLite header, the embedded name and version,
-    /// a write rolled back). The installed store is only ever read.
+    /// then checked as any seed is (a rollback-journal SQLite header, the manifest's `user_version`
+    /// and `application_id`, the embedded name and version, a write rolled back). The installed store is only ever read.
     ///
     /// The copy has the store's temp name, so the install's own clean-up removes what a crash left;
     /// the swap renames it into place: the seed is written once.
@@ -28,7 +28,7 @@ extension Installation {
             let (scale, fingerprint) = try copyInstalledStore(into: temporary, progress: progress)
             let incremental = try incrementalCheck(storeFingerprint: fingerprint)
             let applied = try SeedDelta.apply(
-                deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: incremental,
+                deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: incremental, discardedOnFailure: true,
                 rowsApplied: scale.map { scale in { scale.report(.apply, $0, of: $1) } },
                 rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } })
             scale?.report(.hash, 1, of: 1)
@@ -50,6 +50,8 @@ extension Installation {
             guard let header = StoreHeader(bytes), header.isRollbackJournal else {
                 throw verificationFailure("the delta's result is not a seed with a rollback journal")
             }
+            // Its page size is the installed seed's: a layout, which the content hash leaves out.
+            try verifyHeaderValues(header, of: "the delta's result")
             try verifyEmbeddedMetadata(temporary)
         } catch {
             for name in [temporary] + StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(name) }

@@ -123,7 +123,9 @@ package enum SeedDelta {
     ///
     /// `targetPath` must be a private copy (a temp file nobody else opens) in rollback-journal
     /// mode; its commit is not synced (`synchronous = OFF`): what makes it durable is the install
-    /// that copies it afterwards. The delta is attached read-only. Triggers are off and foreign keys unchecked while
+    /// that syncs it afterwards. With `discardedOnFailure` the caller deletes the target whenever
+    /// this throws, so no rollback journal is written (`journal_mode = OFF`): the apply writes each
+    /// page it changes once, not twice, and a failed apply leaves the target undefined, not as it was. The delta is attached read-only. Triggers are off and foreign keys unchecked while
     /// it applies: the delta sets rows, exactly, and the content hash checks the whole result.
     /// All SQL is made from the target's own schema, but for a format-2 delta's `CREATE` statements,
     /// each checked to create exactly the object it names (see <doc:RowLevelDeltas>); the delta's
@@ -144,7 +146,7 @@ package enum SeedDelta {
     ///   ``ReseedError/Code/database`` when SQLite fails.
     package static func apply(
         deltaPath: String, to targetPath: String, expectedContentHash: String, incremental: (installed: String, expected: String)? = nil,
-        rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil
+        discardedOnFailure: Bool = false, rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil
     ) throws(ReseedError) -> Applied {
         var configuration = Configuration()
         configuration.label = "reseed.applyDelta"
@@ -159,9 +161,12 @@ package enum SeedDelta {
         defer { try? queue.close() }
         return try during(.applyDelta, path: targetPath) {
             try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA main.journal_mode = DELETE")
-                // No fsync: the target is a private copy; the install that takes it copies and syncs it.
+                try db.execute(sql: "PRAGMA main.journal_mode = \(discardedOnFailure ? "OFF" : "DELETE")")
+                // No fsync: the target is a private copy; the install that takes it syncs it.
                 try db.execute(sql: "PRAGMA main.synchronous = OFF")
+                // Room for the pages a delta changes (32 MiB at most), so that none is written twice
+                // because the default 2 MiB cache spilled it before the commit.
+                try db.execute(sql: "PRAGMA main.cache_size = -32768")
                 try attach(deltaPath, db)
                 defer { try? db.execute(sql: "DETACH DATABASE \(Names.attached)") }
                 let header = try HeaderReader(db: db, schema: Names.attached, path: deltaPath).read()

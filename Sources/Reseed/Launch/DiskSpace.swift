@@ -9,8 +9,9 @@ import ReseedSystem
 ///   the seed's database size (`manifest.size`, which a compressed seed decompresses to) for the
 ///   temp copy, plus ``margin``;
 /// - an install from a delta: the new seed's size for the copy the delta is applied to, plus the
-///   decompressed delta's size again for SQLite's rollback journal of that one transaction (it
-///   holds at most the pages the delta changes), plus ``margin``;
+///   decompressed delta's size again for what the apply adds to that copy (it writes no journal,
+///   but the copy, the installed seed's pages, keeps the pages deleted rows free, where a fresh
+///   build of the new seed has none, and the rows the delta adds take new pages), plus ``margin``;
 /// - a full update, before its download: what is missing of the download (its size less what a
 ///   partial file from a broken try already holds), plus the install's figure;
 /// - a delta update, before its download: what is missing of the delta's download, plus the delta's
@@ -32,7 +33,7 @@ struct DiskSpace: Sendable, Hashable {
     /// An install of a seed file: its temp copy.
     static func install(seedSize: Int64) -> Int64 { seedSize + margin }
 
-    /// An install from a delta of `deltaSize` decompressed bytes: the copy and its journal.
+    /// An install from a delta of `deltaSize` decompressed bytes: the copy and what the apply adds to it.
     static func deltaInstall(seedSize: Int64, deltaSize: Int64) -> Int64 { seedSize + deltaSize + margin }
 
     /// A full update: the rest of the download, then its install.

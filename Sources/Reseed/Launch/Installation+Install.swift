@@ -81,15 +81,20 @@ extension Installation {
         guard header.pageSize == manifest.pageSize else {
             throw verificationFailure("seed page size is \(header.pageSize), the manifest says \(manifest.pageSize)")
         }
-        guard header.userVersion == manifest.userVersion, header.applicationID == manifest.applicationID else {
-            throw verificationFailure(
-                "seed user_version/application_id are \(header.userVersion)/\(header.applicationID), the manifest says \(manifest.userVersion)/\(manifest.applicationID)")
-        }
+        try verifyHeaderValues(header, of: "seed")
         if checksSHA256 {
             guard let digest = copied.sha256 else { throw verificationFailure("no checksum was computed") }
             guard digest == manifest.sha256 else {
                 throw verificationFailure("seed SHA-256 is \(digest), the manifest says \(manifest.sha256)")
             }
+        }
+    }
+
+    /// `user_version` and `application_id` in `header` (of `what`: "seed") are the manifest's.
+    func verifyHeaderValues(_ header: StoreHeader, of what: String) throws(ReseedError) {
+        guard header.userVersion == manifest.userVersion, header.applicationID == manifest.applicationID else {
+            throw verificationFailure(
+                "\(what) user_version/application_id are \(header.userVersion)/\(header.applicationID), the manifest says \(manifest.userVersion)/\(manifest.applicationID)")
         }
     }
 
