@@ -257,12 +257,19 @@ do {
     case "deltaprogress" where arguments.count == 4:
         let values = Array(arguments)
         try deltaProgress(workDirectory: URL(fileURLWithPath: values[1]), rows: Int(values[2]) ?? 3000, rounds: Int(values[3]) ?? 9)
+    case "channelupdate" where arguments.count == 9:
+        let values = Array(arguments)
+        guard let delta = URL(string: values[2]), let full = URL(string: values[3]) else { throw BenchmarkError(description: "not URLs: \(values[2]) \(values[3])") }
+        try await channelUpdate(seed: URL(fileURLWithPath: values[1]), deltaChannel: delta, fullChannel: full,
+                                publicKey: URL(fileURLWithPath: values[4]), userStore: values[5], work: URL(fileURLWithPath: values[6]),
+                                rounds: Int(values[7]) ?? 5, cold: values[8] == "cold")
     case "gunzip" where arguments.count == 3:
         let values = Array(arguments)
         try gunzip(file: URL(fileURLWithPath: values[1]), rounds: Int(values[2]) ?? 5)
     default:
         printError("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | replace SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS"
-            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR | gunzip FILE.gz ROUNDS")
+            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR | gunzip FILE.gz ROUNDS"
+            + " | channelupdate SEED DELTA_URL FULL_URL PUBLIC_KEY USER_STORE WORK_DIR ROUNDS warm|cold")
         exit(2)
     }
 } catch {
