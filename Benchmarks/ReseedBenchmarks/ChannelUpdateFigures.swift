@@ -1,5 +1,6 @@
 // Figure 16 in the app's process: what an update costs a device that runs it, without the start of a process.
 import Foundation
+import Logging
 import Reseed
 
 /// The bytes this process has caused to be written to storage so far (`write_bytes` of `/proc/self/io`).
@@ -28,11 +29,16 @@ private func dropPageCache() -> Bool {
 /// cache is warm (the store, the user store and the bundled seed read, nothing dirty) or, with
 /// `cold`, dropped just before the update. The process's libraries stay loaded, as in an app.
 ///
-/// Prints the medians as JSON: seconds and bytes written (`/proc/self/io`) of each.
+/// Prints the medians as JSON: seconds and bytes written (`/proc/self/io`) of each, and each round's
+/// seconds. With `RESEED_BENCH_LOG` set, the launcher's log (debug level) goes to stderr.
 func channelUpdate(seed: URL, deltaChannel: URL, fullChannel: URL, publicKey: URL, userStore: String,
                    work: URL, rounds: Int, cold: Bool) async throws {
     var launch = Launcher.Configuration()
     launch.userStore = Launcher.UserStore(name: userStore)
+    if ProcessInfo.processInfo.environment["RESEED_BENCH_LOG"] != nil {
+        launch.logger = Logger(label: "reseed") { StreamLogHandler.standardError(label: $0) }
+        launch.logger.logLevel = .debug
+    }
     let key = try ChannelPublicKey(contentsOf: publicKey)
     let seedFile = try Seed(at: seed).fileURL.path
     var seconds: [ChannelUpdater.Method: [Double]] = [:], written: [ChannelUpdater.Method: [Int64]] = [:]
