@@ -151,7 +151,7 @@ extension SeedDelta {
                 for list in Names.List.allCases where table.count(list) > 0 {
                     try checkList(list, of: table, shape: shape)
                 }
-                checked.append((table, shape, try rowSet.map { _ in try TableRows(table.name, withoutRowid: target.withoutRowid, db) }))
+                checked.append((table, shape, rowSet.map { _ in TableRows(shape) }))
             }
             // The row set loses the rows the delta deletes or updates, read before any table changes,
             // and gains the rows it updates or inserts, read after every table changed: an

@@ -56,6 +56,11 @@ extension SeedDelta {
         var keyIsRowid: Bool
         /// Whether SQLite lets the key hold NULL: a rowid table with a declared primary key.
         package var keyMayBeNull: Bool
+        /// Every stored column, key or not, unquoted, in column order.
+        var columns: [String]
+        /// The first of `rowid`, `_rowid_` and `oid` that no column hides, in a rowid table; nil in a
+        /// `WITHOUT ROWID` table or when columns hide all three.
+        var rowidAlias: String?
 
         /// The shape of table `name` of the database `schemaName` of `db`, or why its rows cannot be identified.
         ///
@@ -71,19 +76,20 @@ extension SeedDelta {
                 .filter { ($0["pk"] as Int? ?? 0) > 0 }
                 .sorted { ($0["pk"] as Int? ?? 0) < ($1["pk"] as Int? ?? 0) }
                 .map { $0["name"] ?? "" }
+            let names = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
+            let rowidAlias = withoutRowid ? nil : ["rowid", "_rowid_", "oid"].first { !names.contains($0) }
             var key = declaredKey
             if key.isEmpty {
-                let names = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
-                guard !withoutRowid, let alias = ["rowid", "_rowid_", "oid"].first(where: { !names.contains($0) }) else {
+                guard let rowidAlias else {
                     return .failure(NotExpressible(reason: "table \(name) has no primary key and its columns hide its rowid: its rows have no identity"))
                 }
-                key = [alias]
+                key = [rowidAlias]
             }
             let keySet = Set(declaredKey)
-            let values: [String] = stored.map { $0["name"] ?? "" }.filter { !keySet.contains($0) }
+            let storedNames: [String] = stored.map { $0["name"] ?? "" }
             return .success(TableShape(
-                name: name, key: key, values: values, keyIsRowid: declaredKey.isEmpty,
-                keyMayBeNull: !withoutRowid && !declaredKey.isEmpty))
+                name: name, key: key, values: storedNames.filter { !keySet.contains($0) }, keyIsRowid: declaredKey.isEmpty,
+                keyMayBeNull: !withoutRowid && !declaredKey.isEmpty, columns: storedNames, rowidAlias: rowidAlias))
         }
     }
 

@@ -209,27 +209,24 @@ struct TableRows {
     /// - Throws: the `DatabaseError` of reading them, or one naming a table with no primary key
     ///   whose columns hide the rowid.
     init(_ table: String, withoutRowid: Bool, _ db: Database) throws {
-        self.table = table
-        let columns = try Row.fetchAll(db, sql: "PRAGMA main.table_xinfo(\(table.quotedIdentifier))")
-        // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.
-        let stored = columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }
-        let names: [String] = stored.map { $0["name"] ?? "" }
-        let declaredKey: [String] = stored
-            .filter { ($0["pk"] as Int? ?? 0) > 0 }
-            .sorted { ($0["pk"] as Int? ?? 0) < ($1["pk"] as Int? ?? 0) }
-            .map { ($0["name"] as String? ?? "").quotedIdentifier }
-        let lowercased = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
-        let rowid = withoutRowid ? nil : ["rowid", "_rowid_", "oid"].first { !lowercased.contains($0) }
-        // Without a primary key, the rowid is the row's identity (as `reseed diff` matches rows) and is hashed.
-        hashesRowid = declaredKey.isEmpty
-        if hashesRowid && rowid == nil {
-            throw DatabaseError(resultCode: .SQLITE_ERROR, message: "table \(table) has no primary key and columns named rowid, _rowid_ and oid hide its rowid: its rows have no order to hash")
+        switch try SeedDelta.TableShape.read(table, withoutRowid: withoutRowid, in: "main", db) {
+        case .success(let shape): self.init(shape)
+        case .failure(let failure): throw DatabaseError(resultCode: .SQLITE_ERROR, message: failure.reason)
         }
-        columnCount = names.count
+    }
+
+    /// The rows of the table `shape` describes (read from the `main` database).
+    init(_ shape: SeedDelta.TableShape) {
+        table = shape.name
+        // Without a primary key, the rowid is the row's identity (as `reseed diff` matches rows) and is hashed.
+        hashesRowid = shape.keyIsRowid
+        // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.
+        columnCount = shape.columns.count
+        let declaredKey = shape.keyIsRowid ? [] : shape.key.map(\.quotedIdentifier)
         // With a key, the rowid only orders rows whose key is NULL, which a rowid table allows.
-        order = (declaredKey + (rowid.map { [$0] } ?? [])).joined(separator: ", ")
-        key = hashesRowid ? (rowid.map { [$0] } ?? []) : declaredKey
-        selected = (hashesRowid ? rowid.map { [$0] } ?? [] : []) + names.map(\.quotedIdentifier)
+        order = (declaredKey + (shape.rowidAlias.map { [$0] } ?? [])).joined(separator: ", ")
+        key = hashesRowid ? shape.key : declaredKey
+        selected = (hashesRowid ? shape.key : []) + shape.columns.map(\.quotedIdentifier)
     }
 
     private var columnList: String { selected.isEmpty ? "NULL" : selected.joined(separator: ", ") }
