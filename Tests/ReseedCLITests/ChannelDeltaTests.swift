@@ -3,6 +3,7 @@ import GRDB
 import Reseed
 import ReseedPackaging
 import ReseedTesting
+import ReseedTestSupport
 import Synchronization
 import Testing
 
@@ -583,24 +584,28 @@ struct DeltaWriteTests {
         ]).build(in: sandbox.directory.appending("release-\(version)"))
     }
 
-    @Test func aDeltaUpdateWritesEachChangedPageOnceAndNoJournal() throws {
-        let strace = try #require(SyscallFaultTests.strace)
-        let sandbox = try ChannelSandbox()
-        let old = try Self.release(sandbox, "1.0.0", generation: 0)
-        let new = try Self.release(sandbox, "1.1.0", generation: 1)
+    /// 1.0.0 installed by `reseed launch` beside a user store, as most apps have it (the installed
+    /// seed file is never opened for writing, so its copy needs no -wal replayed, which writes pages
+    /// before the apply), 1.0.0 then 1.1.0 published with its delta: the update's arguments.
+    static func device(_ sandbox: ChannelSandbox) throws -> (update: [String], new: Seed) {
+        let old = try release(sandbox, "1.0.0", generation: 0)
+        let new = try release(sandbox, "1.1.0", generation: 1)
         try sandbox.publish(old, compressed: true)
         #expect(try sandbox.publish(new, compressed: true).manifest.deltas.count == 1)
         let publicKey = sandbox.directory.appending("channel.pub")
         try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: publicKey)
-        // A seed beside a user store, as most apps have it: the installed seed file is never opened
-        // for writing, so its copy needs no -wal replayed (which writes pages before the apply).
         let launched = try ReseedBinary.run(["launch", "--seed", old.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user"])
         #expect(launched.status == 0, "\(launched.stderr)")
+        return (["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
+                 "--seed", old.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user", "--json"], new)
+    }
+
+    @Test func aDeltaUpdateWritesEachChangedPageOnceAndNoJournal() throws {
+        let strace = try #require(SyscallFaultTests.strace)
+        let sandbox = try ChannelSandbox()
+        let (update, new) = try Self.device(sandbox)
         let trace = sandbox.directory.appending("update.trace")
-        let result = try ReseedBinary.start(
-            ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
-             "--seed", old.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user", "--json"],
-            prefix: [strace, "-f", "-qq", "-o", trace.path, "-e", "trace=openat,close,pwrite64"]).wait()
+        let result = try ReseedBinary.start(update, prefix: [strace, "-f", "-qq", "-o", trace.path, "-e", "trace=openat,close,pwrite64"]).wait()
         #expect(result.status == 0, "\(result.stderr)")
         #expect((try? jsonObject(result.stdout))?["method"] as? String == "delta", "\(result.stdout)")
         #expect(try sandbox.storeContentHash() == new.manifest.contentHash)
@@ -622,5 +627,43 @@ struct DeltaWriteTests {
         #expect(offsets.count > 600, "the delta changed \(offsets.count) pages: too few to fill SQLite's default cache")
         let rewritten = offsets.filter { $0.value > 1 }
         #expect(rewritten.isEmpty, "\(rewritten.count) of \(offsets.count) pages were written more than once")
+    }
+    /// With no journal, a kill in the middle of the apply leaves a half-written copy: a temp file
+    /// that only the next install reads, to remove it. SIGKILL at the N-th `pwrite64` of a thread
+    /// (strace counts each thread apart; the apply's page writes come from one), from the first
+    /// page written to past the last (strace's largest N, 65,535): the installed seed's bytes stay as they were until the swap,
+    /// the next update installs 1.1.0, and no temp file is left.
+    @Test func aKillDuringTheApplyLeavesTheInstalledSeedAndTheNextUpdateFinishes() throws {
+        let strace = try #require(SyscallFaultTests.strace)
+        let sandbox = try ChannelSandbox()
+        let (update, new) = try Self.device(sandbox)
+        let template = sandbox.directory.appending("template")
+        try FileManager.default.copyItem(at: sandbox.dataDirectory, to: template)
+        let installed = try fileSHA256(sandbox.storeURL)
+        var outcomes: [String] = []
+        for when in [1, 40, 300, 600, 60_000] {
+            try FileManager.default.removeItem(at: sandbox.dataDirectory)
+            try FileManager.default.copyItem(at: template, to: sandbox.dataDirectory)
+            let killed = try ReseedBinary.start(update, prefix: [strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=pwrite64",
+                                                                 "-e", "inject=pwrite64:signal=SIGKILL:when=\(when)"],
+                                                environment: ["SWIFT_BACKTRACE": "enable=no"]).wait()
+            let leftCopy = try FileManager.default.contentsOfDirectory(atPath: sandbox.dataDirectory.path).contains { $0.contains(".reseed-tmp-") }
+            let storeHash = try sandbox.storeContentHash()
+            if killed.status == 0 {
+                #expect(storeHash == new.manifest.contentHash, "when=\(when)")
+            } else if storeHash != new.manifest.contentHash {
+                #expect(try fileSHA256(sandbox.storeURL) == installed, "when=\(when): the installed seed's bytes changed")
+            }
+            outcomes.append("when=\(when): \(killed.status == 0 ? "finished" : "killed")\(leftCopy ? " leaving a copy" : ""), \(storeHash == new.manifest.contentHash ? "1.1.0" : "1.0.0")")
+            let again = try ReseedBinary.run(update)
+            #expect(again.status == 0, "when=\(when): \(again.stderr)")
+            #expect(try sandbox.storeContentHash() == new.manifest.contentHash, "when=\(when)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: sandbox.dataDirectory.path)
+            #expect(!names.contains { $0.contains(".reseed-tmp-") || $0.contains(".reseed-download-") }, "when=\(when): \(names)")
+        }
+        // Kills hit the apply (a copy was left, the store at 1.0.0), and the last run finished.
+        #expect(outcomes.contains { $0.hasSuffix("killed leaving a copy, 1.0.0") }, "\(outcomes)")
+        #expect(outcomes.last?.hasSuffix("finished, 1.1.0") == true, "\(outcomes)")
+        print("kills during the journal-less apply: \(outcomes)")
     }
 }
