@@ -68,6 +68,28 @@ import Testing
         #expect(report.findings.first?.message.contains(String(repeating: "0", count: 64)) == true)
     }
 
+    /// A seed SQLite cannot read (its schema page overwritten, the manifest updated for its bytes):
+    /// one finding, one sentence, with SQLite's words and without a second sentence nested in it.
+    @Test func contentThatCannotBeReadIsOneFindingInOneSentence() throws {
+        let (sandbox, result) = try built()
+        defer { withExtendedLifetime(sandbox) {} }
+        let handle = try FileHandle(forWritingTo: result.seedURL)
+        try handle.seek(toOffset: 100)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 400))
+        try handle.close()
+        var manifest = result.manifest
+        let facts = try FileFacts(path: result.seedURL.path)
+        manifest.size = facts.size
+        manifest.sha256 = facts.sha256
+        try manifest.encoded().write(to: result.manifestURL)
+        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        let findings = report.findings.filter { $0.kind == .contentHashMismatch }
+        #expect(findings.count == 1, "\(report.findings)")
+        let message = try #require(findings.first?.message)
+        #expect(message.hasPrefix("the content hash of \(result.manifest.file) cannot be computed, so it is not the manifest's \(result.manifest.contentHash ?? "")"), "\(message)")
+        #expect(message.contains("malformed") && !message.contains("(") && !message.contains(result.seedURL.path), "\(message)")
+    }
+
     @Test func changedRowsUnderAnUnchangedFileHashAreReported() throws {
         // A seed rewritten with other rows and a manifest updated for its bytes only: the content hash tells.
         let (sandbox, result) = try built()

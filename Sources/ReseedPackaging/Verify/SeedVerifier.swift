@@ -134,7 +134,10 @@ public struct SeedVerifier: Sendable {
             } catch {
                 // Unreadable content cannot match: a finding, and the other checks still run.
                 if let (name, expected) = stated.first(where: { $0.1 != nil }), let expected {
-                    add(.contentHashMismatch, "the \(name) of \(manifest.file) cannot be computed (\(error)); the manifest says \(expected)")
+                    // The cause without the path and advice of the error's own sentence: the finding is one sentence.
+                    let cause = [error.message, error.databaseError.map { $0.message ?? "SQLite error \($0.resultCode.rawValue)" }]
+                        .compactMap { $0 }.joined(separator: ": ")
+                    add(.contentHashMismatch, "the \(name) of \(manifest.file) cannot be computed, so it is not the manifest's \(expected): \(cause)")
                 }
             }
         }
