@@ -11,6 +11,17 @@ import Testing
         return (sandbox, try sandbox.build())
     }
 
+    /// The report of verifying `result`'s seed after its manifest was given the file's new size and
+    /// SHA-256 (a seed changed under a manifest that follows its bytes only).
+    func verifiedWithTheManifestUpdatedForItsBytes(_ result: SeedBuilder.Result) throws -> SeedVerifier.Report {
+        var manifest = result.manifest
+        let facts = try FileFacts(path: result.seedURL.path)
+        manifest.size = facts.size
+        manifest.sha256 = facts.sha256
+        try manifest.encoded().write(to: result.manifestURL)
+        return try SeedVerifier(seed: result.manifestURL).verify()
+    }
+
     @Test func freshBuildVerifiesClean() throws {
         let (sandbox, result) = try built()
         let report = try SeedVerifier(seed: result.manifestURL).verify(migrations: sandbox.migrations)
@@ -77,12 +88,7 @@ import Testing
         try handle.seek(toOffset: 100)
         try handle.write(contentsOf: Data(repeating: 0xA5, count: 400))
         try handle.close()
-        var manifest = result.manifest
-        let facts = try FileFacts(path: result.seedURL.path)
-        manifest.size = facts.size
-        manifest.sha256 = facts.sha256
-        try manifest.encoded().write(to: result.manifestURL)
-        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        let report = try verifiedWithTheManifestUpdatedForItsBytes(result)
         let findings = report.findings.filter { $0.kind == .contentHashMismatch }
         #expect(findings.count == 1, "\(report.findings)")
         let message = try #require(findings.first?.message)
@@ -97,12 +103,7 @@ import Testing
         let queue = try DatabaseQueue(path: result.seedURL.path)
         try queue.write { try $0.execute(sql: "UPDATE parent SET name = 'changed' WHERE id = 1") }
         try queue.close()
-        var manifest = result.manifest
-        let facts = try FileFacts(path: result.seedURL.path)
-        manifest.size = facts.size
-        manifest.sha256 = facts.sha256
-        try manifest.encoded().write(to: result.manifestURL)
-        let report = try SeedVerifier(seed: result.manifestURL).verify()
+        let report = try verifiedWithTheManifestUpdatedForItsBytes(result)
         #expect(report.findings.map(\.kind) == [.contentHashMismatch])
     }
 
