@@ -125,8 +125,11 @@ package enum SeedDelta {
     /// mode; its commit is not synced (`synchronous = OFF`): what makes it durable is the install
     /// that syncs it afterwards. With `discardedOnFailure` the caller deletes the target whenever
     /// this throws, so no rollback journal is written (`journal_mode = OFF`): the apply writes each
-    /// page it changes once, not twice, and a failed apply leaves the target undefined, not as it was. The delta is attached read-only. Triggers are off and foreign keys unchecked while
-    /// it applies: the delta sets rows, exactly, and the content hash checks the whole result.
+    /// page it changes once, not twice, and a failed apply leaves the target undefined, not as it
+    /// was. The page cache holds up to 32 MiB, so that no changed page is written twice.
+    ///
+    /// The delta is attached read-only. Triggers are off and foreign keys unchecked while it
+    /// applies: the delta sets rows, exactly, and the content hash checks the whole result.
     /// All SQL is made from the target's own schema, but for a format-2 delta's `CREATE` statements,
     /// each checked to create exactly the object it names (see <doc:RowLevelDeltas>); the delta's
     /// tables must have the columns the format expects for each table and as many rows as its header says.
