@@ -238,8 +238,8 @@ extension SeedDelta {
             }
         }
 
-        /// Runs the statement of a row list (once per chunk of ``rowsPerStep`` rows, in rowid order,
-        /// when progress is reported) and checks that it touched exactly its rows; `step` hears of the
+        /// Runs the statements of a row list (once per chunk of ``rowsPerStep`` rows, in rowid order,
+        /// when progress is reported) and checks that they touched exactly its rows; `step` hears of the
         /// rows each statement touched.
         private func apply(_ list: Names.List, of table: Header.Table, shape: TableShape, step: (Int) -> Void) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
@@ -247,37 +247,35 @@ extension SeedDelta {
             let keys = Names.keys(shape.key.count)
             let values = Names.values(shape.values.count)
             // A chunk is the rows whose rowid is in (?, ?]: the list's rowids need not be dense.
-            let chunk = progress == nil ? "" : " WHERE rowid > ? AND rowid <= ?"
-            let sql: String
+            let chunk = progress == nil ? nil : "rowid > ? AND rowid <= ?"
+            let statements: [(sql: String, arguments: StatementArguments)]
             switch list {
             case .deleted:
                 let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
-                sql = "DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source)\(chunk))"
+                statements = [("DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source)\(chunk.map { " WHERE \($0)" } ?? ""))", [])]
             case .updated:
-                let assignments = shape.values.enumerated().map { offset, column in
-                    let quoted = column.quotedIdentifier
-                    return "\(quoted) = CASE WHEN substr(d.\(Names.changed), \(offset + 1), 1) = '1' THEN d.\(values[offset]) ELSE t.\(quoted) END"
-                }
-                let match = zip(shape.key, keys).map { "t.\($0.quotedIdentifier) = d.\($1)" }
-                let rows = progress == nil ? source : "(SELECT * FROM \(source)\(chunk))"
-                sql = "UPDATE OR ABORT \(target) AS t SET \(assignments.joined(separator: ", ")) FROM \(rows) AS d WHERE \(match.joined(separator: " AND "))"
+                statements = try updates(of: shape, source: source, target: target, keys: keys, values: values, chunk: chunk)
             case .inserted:
-                sql = "INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source)\(chunk) ORDER BY rowid"
+                statements = [("INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source)\(chunk.map { " WHERE \($0)" } ?? "") ORDER BY rowid", [])]
             }
             var changed = 0
             do {
                 if progress == nil {
-                    try db.execute(sql: sql)
-                    changed = db.changesCount
-                    step(changed)
+                    for (sql, arguments) in statements {
+                        try db.execute(sql: sql, arguments: arguments)
+                        changed += db.changesCount
+                        step(db.changesCount)
+                    }
                 } else {
-                    let statement = try db.makeStatement(sql: sql)
+                    let prepared = try statements.map { (try db.makeStatement(sql: $0.sql), $0.arguments) }
                     var last = Int64.min
                     let next = "SELECT max(rowid) FROM (SELECT rowid FROM \(source) WHERE rowid > ? ORDER BY rowid LIMIT \(Self.rowsPerStep))"
                     while let upper = try Int64.fetchOne(db, sql: next, arguments: [last]) {
-                        try statement.execute(arguments: [last, upper])
-                        changed += db.changesCount
-                        step(db.changesCount)
+                        for (statement, arguments) in prepared {
+                            try statement.execute(arguments: arguments + [last, upper])
+                            changed += db.changesCount
+                            step(db.changesCount)
+                        }
                         last = upper
                     }
                 }
@@ -288,6 +286,44 @@ extension SeedDelta {
                 let verb = list == .deleted ? "deleted" : "updated"
                 throw mismatch(list, table, "\(changed) row(s) \(verb) of \(table.count(list)): the seed lacks rows the delta \(list == .deleted ? "deletes" : "updates")", nil)
             }
+        }
+
+        /// Updated-row lists with more distinct `changed` masks than this are applied by one statement.
+        static let maskedStatements = 16
+
+        /// The statements of an updated row list, each taking its arguments, then a chunk's bounds
+        /// when `chunk` is given: one per distinct `changed` mask, setting only the columns it marks.
+        /// SQLite rewrites the entry of every index on a column a `SET` names, even to the same value,
+        /// so setting only what changed leaves the pages of the other indexes unwritten. Past
+        /// ``maskedStatements`` masks, or when a mask marks no column (a row listed as updated whose
+        /// values stay), one statement sets every value column, to itself where the mask says unchanged.
+        /// A mask marks column i when its character i is `1`, as SQLite's `substr` reads it, in both ways.
+        private func updates(
+            of shape: TableShape, source: String, target: String, keys: [String], values: [String], chunk: String?
+        ) throws -> [(sql: String, arguments: StatementArguments)] {
+            let match = zip(shape.key, keys).map { "t.\($0.quotedIdentifier) = d.\($1)" }.joined(separator: " AND ")
+            func statement(_ assignments: [String], where condition: String?) -> String {
+                let conditions = [condition, chunk].compactMap { $0 }
+                let rows = conditions.isEmpty ? source : "(SELECT * FROM \(source) WHERE \(conditions.joined(separator: " AND ")))"
+                return "UPDATE OR ABORT \(target) AS t SET \(assignments.joined(separator: ", ")) FROM \(rows) AS d WHERE \(match)"
+            }
+            let everyColumn = [(statement(shape.values.enumerated().map { offset, column in
+                let quoted = column.quotedIdentifier
+                return "\(quoted) = CASE WHEN substr(d.\(Names.changed), \(offset + 1), 1) = '1' THEN d.\(values[offset]) ELSE t.\(quoted) END"
+            }, where: nil), StatementArguments())]
+            let masks = try DatabaseValue.fetchAll(db, sql: "SELECT DISTINCT \(Names.changed) FROM \(source) LIMIT \(Self.maskedStatements + 1)")
+            guard !shape.values.isEmpty, masks.count <= Self.maskedStatements else { return everyColumn }
+            let marks = (1...shape.values.count).map { "substr(?1, \($0), 1) = '1'" }.joined(separator: ", ")
+            var statements: [(sql: String, arguments: StatementArguments)] = []
+            for mask in masks {
+                guard let row = try Row.fetchOne(db, sql: "SELECT \(marks)", arguments: [mask]) else { return everyColumn }
+                let assignments = shape.values.indices.filter { (row[$0] as Bool?) == true }.map { offset in
+                    "\(shape.values[offset].quotedIdentifier) = d.\(values[offset])"
+                }
+                guard !assignments.isEmpty else { return everyColumn }
+                statements.append((statement(assignments, where: "\(Names.changed) IS ?"), [mask]))
+            }
+            return statements
         }
 
         private func invalid(_ message: String) -> ReseedError {
