@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 @testable import Reseed
+import ReseedPackaging
 import ReseedTesting
 import Testing
 
@@ -64,6 +65,26 @@ import Testing
         #expect(outcome.downloadedBytes == offered.manifest.size - Int64(kept))
         #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
         #expect(try sandbox.downloadFiles().isEmpty)
+    }
+
+    /// `keys.json` is a transfer of the update too: trickled a byte every half second, it is cut by
+    /// the minimum rate within seconds, long before the small files' deadline (30 s here).
+    @Test func aTrickledKeysFileIsCutUnderTheMinimumRate() async throws {
+        let sandbox = try ChannelSandbox()
+        let root = ChannelPrivateKey(), channelKey = ChannelPrivateKey()
+        try ChannelKeysEditor(channel: sandbox.channel, rootKey: root).apply([.add(channelKey.publicKey, expires: .now.addingTimeInterval(86_400))])
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4), key: channelKey)
+        try sandbox.server.set(["trickle": [ChannelKeys.fileName: 0.5]])
+        var updater = sandbox.updater(bundled, publicKey: root.publicKey)
+        updater.configuration.lowSpeedLimit = 1000
+        updater.configuration.lowSpeedTime = .seconds(2)
+        updater.configuration.manifestDeadline = .seconds(30)
+
+        let error = await #expect(throws: ReseedError.self) { try await updater.update() }
+        #expect(error?.code == .downloadTooSlow, "\(String(describing: error))")
+        #expect(try sandbox.recorded() == ("1.0.0", .bundle))
     }
 
     /// The same through `reseed update --low-speed-limit --low-speed-time`: one sentence, exit 1;

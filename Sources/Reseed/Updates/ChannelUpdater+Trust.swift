@@ -66,7 +66,7 @@ extension ChannelUpdater {
                 ? "\(ChannelKeys.fileName) is larger than the \(limit)-byte limit; stopped reading after \(size) bytes"
                 : "\(ChannelKeys.fileName) is \(size) bytes, more than the \(limit)-byte limit; not read")
         }
-        let transfer = HTTPTransfer(timeout: configuration.timeout, deadline: configuration.manifestDeadline)
+        let transfer = configuration.transfer(deadline: configuration.manifestDeadline)
         _ = try await transfer.get(url, headers: [:], step: .fetchManifest,
                                    onResponse: { head throws(ReseedError) in try buffer.begin(head) },
                                    onData: { data throws(ReseedError) in try buffer.append(data) })
