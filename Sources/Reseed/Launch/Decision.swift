@@ -128,11 +128,6 @@ package enum Decision: Sendable, Hashable {
         }
     }
 
-    /// True when acting on the decision swaps a new store in.
-    var installs: Bool {
-        if case .install = self { true } else { false }
-    }
-
     /// True when acting on the decision writes nothing: the store is up to date, or keeps a download.
     package var writesNothing: Bool {
         switch self {

@@ -118,32 +118,43 @@ struct InstallPipeline: Sendable {
         return Staged(temporary: temporary, removedLeftovers: removedLeftovers)
     }
 
+    /// A store just swapped in.
+    struct Swapped: Sendable {
+        /// Where the old store was kept, when it was kept aside.
+        var keptAside: URL?
+        /// The new store file's fingerprint right after the rename, before anything can open it
+        /// (nil when it cannot be read: the incremental content hash is then not recorded).
+        var storeFingerprint: String?
+    }
+
     /// Swaps the staged copy in for the store (see ``Installation/swap(in:storeState:keepAside:)``);
     /// the copy is removed when the swap fails.
-    ///
-    /// - Returns: where the old store was kept, when it was kept aside.
-    func swap(_ staged: Staged, storeState: Decision.StoreState, keepAside: Bool) throws(Failure) -> URL? {
+    func swap(_ staged: Staged, storeState: Decision.StoreState, keepAside: Bool) throws(Failure) -> Swapped {
+        let keptAside: URL?
         do {
-            return try Self.during(.swap) { () throws(ReseedError) in
+            keptAside = try Self.during(.swap) { () throws(ReseedError) in
                 try installation.swap(in: staged.temporary, storeState: storeState, keepAside: keepAside)
             }
         } catch {
             _ = try? directory.remove(staged.temporary)
             throw error
         }
+        // The store is swapped in: a failed `stat` only costs a later delta its incremental check.
+        return Swapped(keptAside: keptAside, storeFingerprint: (try? directory.status(installation.storeName))??.fingerprint)
     }
 
-    /// Records the new version (``Installation/recordVersion(installed:)``); `installed`: the store was swapped in just now.
+    /// Records the new version (``Installation/recordVersion(installed:)``); `installed`: the store
+    /// swapped in just now, if one was.
     ///
     /// - Returns: where corrupt preferences were moved aside, if they were.
-    func record(installed: Bool) throws(Failure) -> URL? {
+    func record(installed: Swapped?) throws(Failure) -> URL? {
         try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion(installed: installed) }
     }
 
     /// Stage and swap, for a caller that has no connection on the store (a launch, an update of a
     /// closed store). Recording is the caller's: a launch records also when it installed nothing.
     func install(storeState: Decision.StoreState, keepAside: Bool, progress: (@Sendable (Int64, Int64) -> Void)?)
-        throws(Failure) -> (staged: Staged, keptAside: URL?)
+        throws(Failure) -> (staged: Staged, swapped: Swapped)
     {
         let staged = try stage(progress: progress)
         return (staged, try swap(staged, storeState: storeState, keepAside: keepAside))

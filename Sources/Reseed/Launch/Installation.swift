@@ -57,9 +57,9 @@ struct Installation {
             preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables),
             storePath: storePath)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
-        var outcome = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
+        var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
-        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: decision.installs) {
+        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped) {
             outcome.preferencesMovedAside = aside
         }
         user.report(in: &outcome)
@@ -106,12 +106,12 @@ struct Installation {
         return Decision.Recorded(version: version, source: entry.source ?? .bundle, userStore: entry.userStore)
     }
 
-    /// Acts on `decision`: installs the seed (steps 3 and 4) when it says so, and says what the launch did.
-    /// Recording the version (step 5) is the caller's.
+    /// Acts on `decision`: installs the seed (steps 3 and 4) when it says so, and says what the launch
+    /// did and what it swapped in. Recording the version (step 5) is the caller's.
     func act(
         on decision: Decision, through pipeline: InstallPipeline, recorded: Decision.Recorded?, storeState: StoreState,
         preferencesMovedAside movedAside: URL?
-    ) throws(InstallPipeline.Failure) -> LaunchOutcome {
+    ) throws(InstallPipeline.Failure) -> (LaunchOutcome, InstallPipeline.Swapped?) {
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded?.version,
             change: change(from: recorded?.version), storeURL: URL(fileURLWithPath: storePath, isDirectory: false),
@@ -147,9 +147,10 @@ struct Installation {
             outcome.previousVersion = previousVersion
             outcome.change = change(from: previousVersion)
             outcome.removedLeftovers = installed.staged.removedLeftovers
-            outcome.storeKeptAside = installed.keptAside
+            outcome.storeKeptAside = installed.swapped.keptAside
+            return (outcome, installed.swapped)
         }
-        return outcome
+        return (outcome, nil)
     }
 
     /// Upgrade or downgrade from `previous` to the offered seed, when both parse as SemVer.
@@ -168,19 +169,18 @@ struct Installation {
     /// without one, a `"userStore"` an earlier launch recorded is cleared. The seed's content hash
     /// is recorded when its manifest has one, and an earlier one cleared when it has none.
     ///
-    /// When the store was `installed` just now, its incremental content hash and the store file's
-    /// fingerprint are recorded too (or cleared, for a manifest without one): a later delta checks
-    /// its result from the changed rows only while the file still has that fingerprint.
-    func recordVersion(installed: Bool) throws(ReseedError) -> URL? {
+    /// When a store was `installed` just now, its incremental content hash and the store file's
+    /// fingerprint as the swap left it are recorded too (or cleared, for a manifest without one): a
+    /// later delta checks its result from the changed rows only while the file still has that fingerprint.
+    func recordVersion(installed: InstallPipeline.Swapped?) throws(ReseedError) -> URL? {
         var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)]
         if let userStore = configuration.userStore { changes.append(.userStore(userStore.name)) }
         // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
         if let contentHash = manifest.contentHash { changes.append(.contentHash(contentHash)) }
         var clearing: [PreferencesFile.Entry.Field] = configuration.userStore == nil ? [.userStore] : []
         if manifest.contentHash == nil { clearing.append(.contentHash) }
-        if installed {
-            let fingerprint = try during(.recordVersion, path: storePath) { try directory.status(storeName)?.fingerprint }
-            if let incremental = manifest.incrementalContentHash, let fingerprint {
+        if let installed {
+            if let incremental = manifest.incrementalContentHash, let fingerprint = installed.storeFingerprint {
                 changes += [.incrementalContentHash(incremental), .storeFingerprint(fingerprint)]
             } else {
                 clearing += [.incrementalContentHash, .storeFingerprint]

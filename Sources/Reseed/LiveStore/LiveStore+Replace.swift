@@ -86,18 +86,18 @@ extension LiveStore {
         let clock = ContinuousClock()
         let blockedSince = clock.now
         await gate.enterExclusive()
-        let swapped = await offload("reseed-swap") { () -> Result<String?, InstallPipeline.Failure> in
+        let swapped = await offload("reseed-swap") { () -> Result<(String?, InstallPipeline.Swapped), InstallPipeline.Failure> in
             Result { () throws(InstallPipeline.Failure) in try self.swapClosed(prepared) }
         }
         await gate.exitExclusive()
         let blockedFor = clock.now - blockedSince
-        let retired = try swapped.get()
+        let (retired, installed) = try swapped.get()
         // After access resumed: recording the version (a new store with the old version recorded is
         // a state the invariant allows), and freeing the old file's blocks, which takes time in
         // proportion to its size.
         let recorded = await offload { () -> Result<Void, InstallPipeline.Failure> in
             defer { if let retired { _ = try? prepared.pipeline.installation.directory.remove(retired) } }
-            return Result { () throws(InstallPipeline.Failure) in _ = try prepared.pipeline.record(installed: true) }
+            return Result { () throws(InstallPipeline.Failure) in _ = try prepared.pipeline.record(installed: installed) }
         }
         try recorded.get()
         var outcome = ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
@@ -168,8 +168,9 @@ extension LiveStore {
     /// Before the rename, a failure reopens the old store; after it, the new one.
     ///
     /// - Returns: a second name of the old store file (a temp name, so a crash leaves it to the
-    ///   next launch's clean-up), for the caller to remove once access has resumed.
-    private func swapClosed(_ prepared: PreparedCopy) throws(InstallPipeline.Failure) -> String? {
+    ///   next launch's clean-up), for the caller to remove once access has resumed; and the swap,
+    ///   with the new file's fingerprint taken before the pool reopens it.
+    private func swapClosed(_ prepared: PreparedCopy) throws(InstallPipeline.Failure) -> (retired: String?, swapped: InstallPipeline.Swapped) {
         let (pool, launcher, storeURL) = state.withLock { ($0.pool, $0.launcher, $0.storeURL) }
         try InstallPipeline.during(.swap) { () throws(ReseedError) in
             try during(.checkStoreNotInUse, path: pool.path) {
@@ -181,9 +182,10 @@ extension LiveStore {
         let storeName = prepared.pipeline.installation.storeName
         var retired: String? = Directory.temporaryName(for: storeName)
         if let name = retired, (try? directory.link(storeName, to: name)) == nil { retired = nil }
+        let swapped: InstallPipeline.Swapped
         do throws(InstallPipeline.Failure) {
             // The open store is a database: it is kept aside only if the guard finds it is not one.
-            _ = try prepared.pipeline.swap(prepared.staged, storeState: .sqlite, keepAside: false)
+            swapped = try prepared.pipeline.swap(prepared.staged, storeState: .sqlite, keepAside: false)
         } catch {
             if let retired { _ = try? directory.remove(retired) }
             try InstallPipeline.during(.swap) { () throws(ReseedError) in try reopen(storeURL, launcher: launcher, version: nil) }
@@ -192,7 +194,7 @@ extension LiveStore {
         try InstallPipeline.during(.swap) { () throws(ReseedError) in
             try reopen(storeURL, launcher: launcher, version: prepared.pipeline.installation.manifest.version)
         }
-        return retired
+        return (retired, swapped)
     }
 
     /// Opens the pool again on `storeURL` (with a user store: the user store, the seed attached).
