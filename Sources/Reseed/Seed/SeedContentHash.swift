@@ -199,8 +199,6 @@ struct TableRows {
     var columnCount: Int
     /// What each row is read as: the rowid when hashed, then the stored columns, quoted.
     var selected: [String]
-    /// The table's key columns, quoted, in key order; the rowid alone for a table with no key.
-    var key: [String]
     /// `ORDER BY` of the canonical order.
     var order: String
 
@@ -225,7 +223,6 @@ struct TableRows {
         let declaredKey = shape.keyIsRowid ? [] : shape.key.map(\.quotedIdentifier)
         // With a key, the rowid only orders rows whose key is NULL, which a rowid table allows.
         order = (declaredKey + (shape.rowidAlias.map { [$0] } ?? [])).joined(separator: ", ")
-        key = hashesRowid ? shape.key : declaredKey
         selected = (hashesRowid ? shape.key : []) + shape.columns.map(\.quotedIdentifier)
     }
 
