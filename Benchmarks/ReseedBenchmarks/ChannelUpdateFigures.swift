@@ -41,7 +41,7 @@ func channelUpdate(seed: URL, deltaChannel: URL, fullChannel: URL, publicKey: UR
     }
     let key = try ChannelPublicKey(contentsOf: publicKey)
     let seedFile = try Seed(at: seed).fileURL.path
-    var seconds: [ChannelUpdater.Method: [Double]] = [:], written: [ChannelUpdater.Method: [Int64]] = [:]
+    var times: [ChannelUpdater.Method: [Double]] = [:], written: [ChannelUpdater.Method: [Int64]] = [:]
     for round in 0..<rounds {
         let channels: [(ChannelUpdater.Method, URL)] = [(.delta, deltaChannel), (.full, fullChannel)]
         for (method, channel) in round % 2 == 0 ? channels : channels.reversed() {
@@ -62,14 +62,13 @@ func channelUpdate(seed: URL, deltaChannel: URL, fullChannel: URL, publicKey: UR
             let outcome = try await ChannelUpdater(channel: channel, publicKeys: [key], launcher: launcher).update()
             let elapsed = clock.now - start
             guard outcome.method == method else {
-                throw BenchmarkError(description: "expected an update by \(method), got \(outcome.action) by \(String(describing: outcome.method))")
+                throw BenchmarkError(description: "expected an update by \(method), got \(outcome.action) by \(outcome.method.map { "\($0)" } ?? "no method")")
             }
-            seconds[method, default: []].append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            times[method, default: []].append(seconds(elapsed))
             written[method, default: []].append(try bytesWritten() - before)
         }
     }
-    func median<T: Comparable>(_ values: [T]?) -> T? { values.map { $0.sorted()[$0.count / 2] } }
-    print("{\"delta\": \(median(seconds[.delta]) ?? .nan), \"full\": \(median(seconds[.full]) ?? .nan), "
-        + "\"deltaWritten\": \(median(written[.delta]) ?? -1), \"fullWritten\": \(median(written[.full]) ?? -1), "
-        + "\"each\": {\"delta\": \(seconds[.delta] ?? []), \"full\": \(seconds[.full] ?? [])}}")
+    print("{\"delta\": \(median(times[.delta] ?? [])), \"full\": \(median(times[.full] ?? [])), "
+        + "\"deltaWritten\": \(middle(written[.delta] ?? []) ?? -1), \"fullWritten\": \(middle(written[.full] ?? []) ?? -1), "
+        + "\"each\": {\"delta\": \(times[.delta] ?? []), \"full\": \(times[.full] ?? [])}}")
 }

@@ -18,10 +18,13 @@ func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
-func median(_ values: [Double]) -> Double {
+/// The middle of `values` once sorted (the upper one of an even count); nil when there are none.
+func middle<T: Comparable>(_ values: [T]) -> T? {
     let sorted = values.sorted()
-    return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+    return sorted.isEmpty ? nil : sorted[sorted.count / 2]
 }
+
+func median(_ values: [Double]) -> Double { middle(values) ?? .nan }
 
 func time(_ body: () throws -> Void) rethrows -> Double {
     let clock = ContinuousClock()
