@@ -240,7 +240,17 @@ import Testing
         let badTime = file.replacingOccurrences(of: many, with: entry.replacingOccurrences(of: "2030-01-01T00:00:00Z", with: "2030-01-01 00:00"))
         let timeError = try #require(throws: ReseedError.self) { try ChannelKeys.decode(Array(badTime.utf8), source: "keys.json") }
         #expect(timeError.field == "signed.keys[0].expires", "\(timeError.message)")
+        #expect(timeError.message.hasPrefix("field \"signed.keys[0].expires\": "), "\(timeError.message)")
         #expect(timeError.path == "keys.json")
+        // Every field of the signed object is named with its place, the ones read first too.
+        let one = file.replacingOccurrences(of: many, with: entry)
+        for (edit, field) in [("\"type\": \"reseed-keys\", ", "signed.type"), ("\"format\": 1, ", "signed.format"), ("\"version\": 1, ", "signed.version")] {
+            let missing = try #require(throws: ReseedError.self) { try ChannelKeys.decode(Array(one.replacingOccurrences(of: edit, with: "").utf8), source: "keys.json") }
+            #expect(missing.field == field && missing.message == "field \"\(field)\": missing", "\(missing.message)")
+        }
+        let signature = one.replacingOccurrences(of: "\"signatures\": []", with: "\"signatures\": [{\"keyid\": \"x\", \"sig\": \"\"}]")
+        let signatureError = try #require(throws: ReseedError.self) { try ChannelKeys.decode(Array(signature.utf8), source: "keys.json") }
+        #expect(signatureError.field == "signatures[0].keyid", "\(signatureError.message)")
     }
 
     // MARK: Recovery from a leaked key (fast-forward)

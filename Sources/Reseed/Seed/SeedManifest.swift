@@ -217,6 +217,8 @@ struct ManifestFields {
     let path: String
     /// The step failures name.
     var step: ReseedError.Step = .readManifest
+    /// Where `root` stands in the file, put before every field a failure names: `signed.keys[0].`.
+    var prefix = ""
 
     /// The fields every manifest of a seed has (``SeedFacts``), checked: name, version, file, page size,
     /// size, SHA-256, `user_version`, `application_id`.
@@ -249,8 +251,9 @@ struct ManifestFields {
     }
 
     func invalid(_ field: String?, _ message: String) -> ReseedError {
-        ReseedError(.invalidManifest, step: step, path: path, field: field,
-                    message: field.map { "field \"\($0)\": \(message)" } ?? message)
+        let field = field.map { prefix + $0 }
+        return ReseedError(.invalidManifest, step: step, path: path, field: field,
+                           message: field.map { "field \"\($0)\": \(message)" } ?? message)
     }
 
     func node(_ field: String) throws(ReseedError) -> JSONNode {

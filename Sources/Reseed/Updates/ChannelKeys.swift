@@ -132,29 +132,29 @@ public struct ChannelKeys: Sendable, Hashable {
         guard case .object = root.value else { throw top.invalid(nil, "\(fileName) is \(root.kindName), not a JSON object") }
         let signedNode = try top.node("signed")
         guard case .object = signedNode.value else { throw top.invalid("signed", "expected an object, found \(signedNode.kindName)") }
-        let signed = ManifestFields(root: signedNode, path: source, step: .checkKeys)
+        let signed = ManifestFields(root: signedNode, path: source, step: .checkKeys, prefix: "signed.")
         let kind = try signed.string("type")
-        guard kind == type else { throw top.invalid("signed.type", "\(JSONNode.quote(kind)), not \(JSONNode.quote(type))") }
+        guard kind == type else { throw signed.invalid("type", "\(JSONNode.quote(kind)), not \(JSONNode.quote(type))") }
         let format = try signed.integer("format", in: 1...Int64(Int32.max))
         guard format <= Int64(currentFormat) else {
             throw ReseedError(.channelRefused, step: .checkKeys, path: source, field: "signed.format",
                               message: "\(fileName) is in format \(format); this Reseed reads format \(currentFormat): update the app")
         }
-        let version = try prefixed("signed.") { () throws(ReseedError) in try signed.integer("version", in: 1...Int64(Int32.max)) }
-        let threshold = try prefixed("signed.") { () throws(ReseedError) in try signed.integer("threshold", in: 1...Int64(maximumSignatures)) }
+        let version = try signed.integer("version", in: 1...Int64(Int32.max))
+        let threshold = try signed.integer("threshold", in: 1...Int64(maximumSignatures))
         var seen = Set<String>()
-        let keys = try elements(of: signed, "keys", at: maximumKeys) { entry, field throws(ReseedError) in
-            let key = try publicKey(entry, field: field, seen: &seen)
+        let keys = try elements(of: signed, "keys", at: maximumKeys) { entry throws(ReseedError) in
+            let key = try publicKey(entry, seen: &seen)
             let text = try entry.string("expires")
             guard let expires = RFC3339.date(text) else {
                 throw entry.invalid("expires", "\(JSONNode.quote(text)) is not a time in the form 2026-12-25T00:00:00Z (RFC 3339, UTC)")
             }
             return Key(publicKey: key, expires: expires)
         }
-        let revoked = try elements(of: signed, "revoked", at: maximumRevoked) { entry, field throws(ReseedError) in
-            try publicKey(entry, field: field, seen: &seen)
+        let revoked = try elements(of: signed, "revoked", at: maximumRevoked) { entry throws(ReseedError) in
+            try publicKey(entry, seen: &seen)
         }
-        let signatures = try elements(of: top, "signatures", in: "", at: maximumSignatures) { entry, _ throws(ReseedError) in
+        let signatures = try elements(of: top, "signatures", at: maximumSignatures) { entry throws(ReseedError) in
             let keyID = try entry.string("keyid")
             guard SeedManifest.isSHA256(keyID) else { throw entry.invalid("keyid", "a key id is 64 lowercase hex digits") }
             let text = try entry.string("sig")
@@ -174,7 +174,7 @@ public struct ChannelKeys: Sendable, Hashable {
     }
 
     /// The key of an entry `{"keyid", "publicKey"}`; its id must match it and not be seen before.
-    private static func publicKey(_ entry: ManifestFields, field: String, seen: inout Set<String>) throws(ReseedError) -> ChannelPublicKey {
+    private static func publicKey(_ entry: ManifestFields, seen: inout Set<String>) throws(ReseedError) -> ChannelPublicKey {
         let keyID = try entry.string("keyid")
         let text = try entry.string("publicKey")
         let key: ChannelPublicKey
@@ -188,40 +188,20 @@ public struct ChannelKeys: Sendable, Hashable {
         return key
     }
 
-    /// The entries of the array `name` of `fields` (each an object), at most `limit`; a failure names `<parent><name>[i].<field>`.
+    /// The entries of the array `name` of `fields` (each an object), at most `limit`; a failure
+    /// names the field with the entry's place: `signed.keys[0].expires`.
     private static func elements<Element>(
-        of fields: ManifestFields, _ name: String, in parent: String = "signed.", at limit: Int,
-        _ read: (ManifestFields, String) throws(ReseedError) -> Element
+        of fields: ManifestFields, _ name: String, at limit: Int, _ read: (ManifestFields) throws(ReseedError) -> Element
     ) throws(ReseedError) -> [Element] {
-        let prefix = parent + name
-        let node = try prefixed(parent) { () throws(ReseedError) in try fields.node(name) }
-        guard case .array(let items) = node.value else { throw fields.invalid(prefix, "expected an array, found \(node.kindName)") }
-        guard items.count <= limit else { throw fields.invalid(prefix, "\(items.count) entries; at most \(limit)") }
+        let node = try fields.node(name)
+        guard case .array(let items) = node.value else { throw fields.invalid(name, "expected an array, found \(node.kindName)") }
+        guard items.count <= limit else { throw fields.invalid(name, "\(items.count) entries; at most \(limit)") }
         var result: [Element] = []
         for (index, item) in items.enumerated() {
-            let field = "\(prefix)[\(index)]"
+            let field = "\(name)[\(index)]"
             guard case .object = item.value else { throw fields.invalid(field, "expected an object, found \(item.kindName)") }
-            let entry = ManifestFields(root: item, path: fields.path, step: .checkKeys)
-            do throws(ReseedError) {
-                result.append(try read(entry, field))
-            } catch {
-                throw ReseedError(.invalidManifest, step: .checkKeys, path: fields.path, field: "\(field).\(error.field ?? "")",
-                                  message: "field \"\(field).\(error.field ?? "")\": " + error.message.replacingOccurrences(of: "field \"\(error.field ?? "")\": ", with: ""))
-            }
+            result.append(try read(ManifestFields(root: item, path: fields.path, step: fields.step, prefix: fields.prefix + field + ".")))
         }
         return result
-    }
-
-    /// Runs `body`, naming a failing field as `<prefix><field>`.
-    private static func prefixed<T>(_ prefix: String, _ body: () throws(ReseedError) -> T) throws(ReseedError) -> T {
-        do {
-            return try body()
-        } catch {
-            guard !prefix.isEmpty, let field = error.field else { throw error }
-            var renamed = error
-            renamed.field = prefix + field
-            renamed.message = error.message.replacingOccurrences(of: "field \"\(field)\"", with: "field \"\(prefix + field)\"")
-            throw renamed
-        }
     }
 }
