@@ -283,6 +283,15 @@ struct ManifestFields {
         return text
     }
 
+    /// The time at `field`, an RFC 3339 UTC text such as `2026-12-25T00:00:00Z`.
+    func date(_ field: String) throws(ReseedError) -> Date {
+        let text = try string(field)
+        guard let date = RFC3339.date(text) else {
+            throw invalid(field, "\(JSONNode.quote(text)) is not a time in the form 2026-12-25T00:00:00Z (RFC 3339, UTC)")
+        }
+        return date
+    }
+
     mutating func steps() throws(ReseedError) -> [SeedManifest.Step] {
         let node = try node("steps")
         guard case .array(let elements) = node.value else { throw invalid("steps", "expected an array, found \(node.kindName)") }

@@ -145,11 +145,7 @@ public struct ChannelKeys: Sendable, Hashable {
         var seen = Set<String>()
         let keys = try elements(of: signed, "keys", at: maximumKeys) { entry throws(ReseedError) in
             let key = try publicKey(entry, seen: &seen)
-            let text = try entry.string("expires")
-            guard let expires = RFC3339.date(text) else {
-                throw entry.invalid("expires", "\(JSONNode.quote(text)) is not a time in the form 2026-12-25T00:00:00Z (RFC 3339, UTC)")
-            }
-            return Key(publicKey: key, expires: expires)
+            return Key(publicKey: key, expires: try entry.date("expires"))
         }
         let revoked = try elements(of: signed, "revoked", at: maximumRevoked) { entry throws(ReseedError) in
             try publicKey(entry, seen: &seen)

@@ -235,14 +235,7 @@ public struct ChannelManifest: Sendable, Hashable {
                 }
             }
         }
-        var expires: Date?
-        if root["expires"] != nil {
-            let text = try fields.string("expires")
-            guard let date = RFC3339.date(text) else {
-                throw fields.invalid("expires", "\(JSONNode.quote(text)) is not a time in the form 2026-12-25T00:00:00Z (RFC 3339, UTC)")
-            }
-            expires = date
-        }
+        let expires = root["expires"] == nil ? nil : try fields.date("expires")
         return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts,
                                contentHash: contentHash, incrementalContentHash: incrementalContentHash, compressed: compressed, deltas: deltas, expires: expires)
     }
