@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ReseedSystem
 
 /// The key an app checks its channel with: an Ed25519 public key. The app pins one or more as
 /// root keys; a channel's `keys.json` lists channel keys (see ``ChannelKeys``).
@@ -48,7 +49,7 @@ public struct ChannelPublicKey: Sendable, Hashable {
     public var base64: String { raw.base64EncodedString() }
 
     /// The key's id in `keys.json` and in the preferences: the lowercase hex SHA-256 of its 32 raw bytes.
-    public var keyID: String { SHA256.hash(data: raw).map { String($0, radix: 16).leftPadded(to: 2) }.joined() }
+    public var keyID: String { SHA256.hash(data: raw).hexString }
 
     /// True when `signature` (64 bytes) is this key's Ed25519 signature of `message`.
     public func isValidSignature(_ signature: Data, for message: Data) -> Bool {
