@@ -64,7 +64,7 @@ public enum SeedDeltaBuilder {
         public var size: Int64
     }
 
-    /// What ``build(from:to:into:newContentHash:)`` did.
+    /// What ``build(from:to:into:newContentHash:newIncrementalContentHash:)`` did.
     public enum Outcome: Sendable, Equatable {
         /// The delta file was written and checked.
         case built(Built)
@@ -87,13 +87,16 @@ public enum SeedDeltaBuilder {
     ///   - deltaPath: Where to write the delta; must not exist. On any failure or a
     ///     ``Outcome/notExpressible(reason:)``, nothing is left there.
     ///   - newContentHash: The new seed's content hash when the caller has computed it already
-    ///     (`reseed publish` does), so it is not computed again; nil to compute it. Trusted only as
-    ///     far as the verification goes: a delta that does not reach it is not expressible.
+    ///     (`reseed publish` does); nil to compute it. Trusted only as far as the verification goes:
+    ///     a delta that does not reach it is not expressible.
+    ///   - newIncrementalContentHash: The same for the new seed's incremental content hash; the new
+    ///     seed is read only when either of the two is nil.
     /// - Throws: ``PackagingError`` (step ``PackagingError/Step/buildDelta``): ``PackagingError/Code/invalidArgument``
     ///   when `deltaPath` exists; ``PackagingError/Code/io`` or ``PackagingError/Code/database`` when a file
     ///   cannot be read or written, naming it.
-    public static func build(from oldPath: String, to newPath: String, into deltaPath: String, newContentHash: String? = nil)
-        throws(PackagingError) -> Outcome
+    public static func build(
+        from oldPath: String, to newPath: String, into deltaPath: String, newContentHash: String? = nil, newIncrementalContentHash: String? = nil
+    ) throws(PackagingError) -> Outcome
     {
         let deltaURL = URL(fileURLWithPath: deltaPath, isDirectory: false)
         let directory = try packaging(.buildDelta, path: deltaPath) {
@@ -117,9 +120,14 @@ public enum SeedDeltaBuilder {
             }
         }
         let old = try packaging(.buildDelta, path: oldPath) { try SeedContentHash.computeWithIncremental(path: oldPath) }
-        let new = try packaging(.buildDelta, path: newPath) { try SeedContentHash.computeWithIncremental(path: newPath) }
         let fromContentHash = old.contentHash
-        let toContentHash = newContentHash ?? new.contentHash
+        let (toContentHash, toIncrementalContentHash): (String, String)
+        if let newContentHash, let newIncrementalContentHash {
+            (toContentHash, toIncrementalContentHash) = (newContentHash, newIncrementalContentHash)
+        } else {
+            let new = try packaging(.buildDelta, path: newPath) { try SeedContentHash.computeWithIncremental(path: newPath) }
+            (toContentHash, toIncrementalContentHash) = (newContentHash ?? new.contentHash, new.incremental.hash)
+        }
         let written = try packaging(.buildDelta, path: deltaPath) {
             try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
                 .write(fromContentHash: fromContentHash, fromRowSet: old.incremental.rowSet, toContentHash: toContentHash)
@@ -130,7 +138,7 @@ public enum SeedDeltaBuilder {
         case .success(let success): contents = success
         }
         if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash,
-                                    incremental: (old.incremental.hash, new.incremental.hash), directory: directory) {
+                                    incremental: (old.incremental.hash, toIncrementalContentHash), directory: directory) {
             return .notExpressible(reason: failure)
         }
         let size = try packaging(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
@@ -142,7 +150,8 @@ public enum SeedDeltaBuilder {
 
     /// Applies the delta to a scratch copy of the old seed beside it, as an app does (checking the
     /// result's incremental content hash from the changed rows), then hashes the whole result; returns
-    /// why it failed, or nil when it reached `toContentHash` both ways.
+    /// why it failed, or nil when it reached `toContentHash` both ways. (A result with the new seed's
+    /// content has its incremental content hash too: that is not computed again.)
     private static func verify(
         deltaPath: String, oldPath: String, toContentHash: String, incremental: (installed: String, expected: String), directory: Directory
     ) throws(PackagingError) -> String? {
@@ -162,9 +171,9 @@ public enum SeedDeltaBuilder {
         do {
             let scratchPath = directory.path(scratch)
             _ = try SeedDelta.apply(deltaPath: deltaPath, to: scratchPath, expectedContentHash: toContentHash, incremental: incremental)
-            let reached = try SeedContentHash.computeWithIncremental(path: scratchPath)
-            guard reached.contentHash == toContentHash, reached.incremental.hash == incremental.expected else {
-                return "the delta applied yields content hash \(reached.contentHash), not the new seed's \(toContentHash)"
+            let reached = try SeedContentHash.compute(path: scratchPath)
+            guard reached == toContentHash else {
+                return "the delta applied yields content hash \(reached), not the new seed's \(toContentHash)"
             }
             return nil
         } catch where error.code == .io {

@@ -34,7 +34,7 @@ extension SeedDiff {
     /// Builds the delta from `old` to `new` in a temporary folder, measures it and removes it.
     ///
     /// - Throws: ``PackagingError`` (step ``PackagingError/Step/buildDelta``) when a seed cannot be read or the temporary folder written
-    ///   (see ``SeedDeltaBuilder/build(from:to:into:newContentHash:)``); a change no delta can express is a result, not an error.
+    ///   (see ``SeedDeltaBuilder/build(from:to:into:newContentHash:newIncrementalContentHash:)``); a change no delta can express is a result, not an error.
     public static func deltaSize(old: URL, new: URL) throws(PackagingError) -> DeltaSize {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("reseed-delta-\(UInt64.random(in: .min ... .max))", isDirectory: true)

@@ -66,7 +66,8 @@ extension ChannelPublisher {
             for suffix in ["", "-journal"] { _ = try? directory.remove(raw + suffix) }
         }
         let outcome = try SeedDeltaBuilder.build(
-            from: directory.path(release.file), to: directory.path(manifest.file), into: directory.path(raw), newContentHash: manifest.contentHash)
+            from: directory.path(release.file), to: directory.path(manifest.file), into: directory.path(raw),
+            newContentHash: manifest.contentHash, newIncrementalContentHash: manifest.incrementalContentHash)
         let summary: SeedDeltaBuilder.Built
         switch outcome {
         case .notExpressible(let reason): return .failure(Skipped(message: reason))
