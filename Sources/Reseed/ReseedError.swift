@@ -169,9 +169,14 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
     public var description: String {
         var location = path ?? url?.absoluteString
         if let path, let url { location = "\(path) (from \(url.absoluteString))" }
+        return ErrorSentence(location: location, what: message, why: cause, advice: advice).description
+    }
+
+    /// Why, in the system's or SQLite's words ("no such file or directory", "database disk image is
+    /// malformed"), or nil when neither says.
+    public var cause: String? {
         let causes = [errno?.phrase, databaseError.map { $0.message ?? "SQLite error \($0.resultCode.rawValue)" }].compactMap { $0 }
-        return ErrorSentence(location: location, what: message, why: causes.isEmpty ? nil : causes.joined(separator: ": "),
-                             advice: advice).description
+        return causes.isEmpty ? nil : causes.joined(separator: ": ")
     }
 
     public var errorDescription: String? { description }

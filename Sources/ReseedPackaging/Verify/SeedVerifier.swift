@@ -120,25 +120,29 @@ public struct SeedVerifier: Sendable {
         }
 
         var notes: [String] = []
-        if manifest.contentHash != nil || manifest.incrementalContentHash != nil {
-            let stated = [("content hash", manifest.contentHash), ("incremental content hash", manifest.incrementalContentHash)]
+        let stated = [("content hash", manifest.contentHash), ("incremental content hash", manifest.incrementalContentHash)]
+        if let (name, expected) = stated.first(where: { $0.1 != nil }), let expected {
             do {
-                let actual = try SeedContentHash.computeWithIncremental(path: path)
-                // One finding: changed content changes both hashes.
-                let mismatch = zip(stated, [actual.contentHash, actual.incremental.hash]).first { stated, computed in
-                    stated.1.map { $0 != computed } ?? false
+                // The incremental hash only when the manifest states one: it costs a pass of ChaCha20 over every row.
+                let computed: [String?]
+                if manifest.incrementalContentHash == nil {
+                    computed = [try SeedContentHash.compute(path: path), nil]
+                } else {
+                    let both = try SeedContentHash.computeWithIncremental(path: path)
+                    computed = [both.contentHash, both.incremental.hash]
                 }
-                if let ((name, expected), computed) = mismatch {
-                    add(.contentHashMismatch, "\(manifest.file) has \(name) \(computed), the manifest says \(expected ?? "")")
+                // One finding: changed content changes both hashes.
+                for ((name, stated), actual) in zip(stated, computed) {
+                    if let stated, let actual, stated != actual {
+                        add(.contentHashMismatch, "\(manifest.file) has \(name) \(actual), the manifest says \(stated)")
+                        break
+                    }
                 }
             } catch {
-                // Unreadable content cannot match: a finding, and the other checks still run.
-                if let (name, expected) = stated.first(where: { $0.1 != nil }), let expected {
-                    // The cause without the path and advice of the error's own sentence: the finding is one sentence.
-                    let cause = [error.message, error.databaseError.map { $0.message ?? "SQLite error \($0.resultCode.rawValue)" }]
-                        .compactMap { $0 }.joined(separator: ": ")
-                    add(.contentHashMismatch, "the \(name) of \(manifest.file) cannot be computed, so it is not the manifest's \(expected): \(cause)")
-                }
+                // Unreadable content cannot match: a finding, and the other checks still run. The
+                // cause without the path and advice of the error's own sentence: the finding is one sentence.
+                add(.contentHashMismatch, "the \(name) of \(manifest.file) cannot be computed, so it is not the manifest's \(expected): "
+                    + ([error.message] + [error.cause].compactMap { $0 }).joined(separator: ": "))
             }
         }
         if manifest.contentHash == nil {
