@@ -71,7 +71,7 @@ final class ProgressLine: Sendable {
             started.withLock { $0 = .now }
         case .rows(let step, let rows, let done):
             let elapsed = started.withLock { start in start.map { ContinuousClock.now - $0 } } ?? .zero
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.inSeconds
             // Formatted, not converted to Int: a rate over Int.max would trap.
             let rate = String(format: "%.0f", seconds > 0 ? Double(rows) / seconds : 0)
             output.write("\r\(step.id): \(rows) rows, \(rate) rows/s   " + (done ? "\n" : ""))

@@ -48,8 +48,7 @@ struct ChannelTrust: Sendable {
 
     /// True when `time`, plus `allowance` for a clock that is behind, is before `now`.
     static func hasPassed(_ time: Date, now: Date, allowance: Duration) -> Bool {
-        let seconds = Double(allowance.components.seconds) + Double(allowance.components.attoseconds) / 1e18
-        return time.addingTimeInterval(seconds) < now
+        time.addingTimeInterval(allowance.inSeconds) < now
     }
 }
 

@@ -54,7 +54,7 @@ extension HTTPTransfer {
             let received = total - base.total
             // received / span < bytesPerSecond, in floating point: a window of years times a rate
             // of gigabytes must not overflow.
-            return Double(received) < Double(minimum.bytesPerSecond) * Self.double(span) ? Shortfall(received: received, span: span) : nil
+            return Double(received) < Double(minimum.bytesPerSecond) * span.inSeconds ? Shortfall(received: received, span: span) : nil
         }
 
         /// The sentence of a transfer cut by `shortfall`.
@@ -62,13 +62,9 @@ extension HTTPTransfer {
             "the server sent \(shortfall.received) bytes in \(Self.seconds(shortfall.span)) seconds, under the minimum of \(minimum.bytesPerSecond) bytes a second averaged over \(Self.seconds(minimum.window)) seconds (too slow)"
         }
 
-        static func double(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        }
-
         /// `duration` in seconds, with one decimal when it is not whole.
         static func seconds(_ duration: Duration) -> String {
-            let tenths = (double(duration) * 10).rounded()
+            let tenths = (duration.inSeconds * 10).rounded()
             // Whole seconds as an integer while one fits with room to spare (a window of centuries does).
             guard tenths.truncatingRemainder(dividingBy: 10) == 0, abs(tenths) < 1e18 else { return String(tenths / 10) }
             return String(Int64(tenths / 10))

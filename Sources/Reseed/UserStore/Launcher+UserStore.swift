@@ -78,8 +78,7 @@ extension Launcher {
     var poolConfiguration: GRDB.Configuration {
         var database = configuration.database
         if case .immediateError = database.busyMode {
-            let timeout = configuration.busyTimeout.components
-            database.busyMode = .timeout(Double(timeout.seconds) + Double(timeout.attoseconds) / 1e18)
+            database.busyMode = .timeout(configuration.busyTimeout.inSeconds)
         }
         return database
     }

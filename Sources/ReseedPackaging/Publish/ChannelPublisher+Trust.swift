@@ -15,11 +15,6 @@ extension ChannelPublisher {
         return (directory, lock)
     }
 
-    /// A duration in seconds.
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     /// The folder's `keys.json`, decoded; nil when there is none.
     static func readKeys(in directory: Directory, step: PackagingError.Step) throws(PackagingError) -> ChannelKeys? {
         let path = directory.path(ChannelKeys.fileName)

@@ -120,7 +120,7 @@ public struct ChannelPublisher: Sendable {
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
         }
-        manifest.expires = expires ?? now.addingTimeInterval(Self.seconds(validFor))
+        manifest.expires = expires ?? now.addingTimeInterval(validFor.inSeconds)
         let bytes = manifest.encoded()
         let line = try privateKey.signature(for: bytes).base64EncodedString() + "\n"
         let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + listed)

@@ -19,8 +19,7 @@ package enum Polling {
         while true {
             if let value = try attempt() { return value }
             if ContinuousClock.now >= deadline { return nil }
-            let (seconds, attoseconds) = interval.components
-            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+            Thread.sleep(forTimeInterval: interval.inSeconds)
         }
     }
 }
