@@ -228,8 +228,7 @@ extension SeedDelta {
             _ list: Names.List, of table: Header.Table, shape: TableShape, rows: TableRows, into rowSet: inout RowSetAccumulator?, adding: Bool
         ) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
-            let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
-            let sql = rows.select(where: "\(left) IN (SELECT \(Names.keys(shape.key.count).joined(separator: ", ")) FROM \(source))")
+            let sql = rows.select(where: Self.listed(shape, in: source))
             let count = try rows.forEachRow(sql, db) { statement, columns in
                 if adding { try rowSet?.add(statement, columns, of: rows) } else { try rowSet?.remove(statement, columns, of: rows) }
             }
@@ -251,8 +250,7 @@ extension SeedDelta {
             let statements: [(sql: String, arguments: StatementArguments)]
             switch list {
             case .deleted:
-                let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
-                statements = [("DELETE FROM \(target) WHERE \(left) IN (SELECT \(keys.joined(separator: ", ")) FROM \(source)\(chunk.map { " WHERE \($0)" } ?? ""))", [])]
+                statements = [("DELETE FROM \(target) WHERE \(Self.listed(shape, in: source, where: chunk))", [])]
             case .updated:
                 statements = try updates(of: shape, source: source, target: target, keys: keys, values: values, chunk: chunk)
             case .inserted:
@@ -286,6 +284,13 @@ extension SeedDelta {
                 let verb = list == .deleted ? "deleted" : "updated"
                 throw mismatch(list, table, "\(changed) row(s) \(verb) of \(table.count(list)): the seed lacks rows the delta \(list == .deleted ? "deletes" : "updates")", nil)
             }
+        }
+
+        /// The condition that a row of the table `shape` describes has its key in the row list
+        /// `source` (the list's rows `condition` selects, if given): `"k" IN (SELECT k1 FROM …)`.
+        static func listed(_ shape: TableShape, in source: String, where condition: String? = nil) -> String {
+            let left = shape.key.count == 1 ? shape.key.quotedList() : "(\(shape.key.quotedList()))"
+            return "\(left) IN (SELECT \(Names.keys(shape.key.count).joined(separator: ", ")) FROM \(source)\(condition.map { " WHERE \($0)" } ?? ""))"
         }
 
         /// Updated-row lists with more distinct `changed` masks than this are applied by one statement.
