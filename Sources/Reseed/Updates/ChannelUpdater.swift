@@ -77,10 +77,12 @@ public struct ChannelUpdater: Sendable {
         /// The defaults.
         public init() {}
 
-        /// Every transfer of an update: the idle timeout and the minimum rate; `deadline` for the small files.
+        /// Every transfer of an update: the idle timeout and the minimum rate (none when either of
+        /// its values is 0, so no watchdog runs for it); `deadline` for the small files.
         func transfer(deadline: Duration? = nil) -> HTTPTransfer {
-            HTTPTransfer(timeout: timeout, deadline: deadline,
-                         minimumRate: HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime))
+            let checked = lowSpeedLimit > 0 && lowSpeedTime > .zero
+            return HTTPTransfer(timeout: timeout, deadline: deadline,
+                                minimumRate: checked ? HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime) : nil)
         }
     }
 
