@@ -130,6 +130,9 @@ extension ReseedCommand {
             if !outcome.missingUserTables.isEmpty {
                 text += "; not in the old store: \(outcome.missingUserTables.joined(separator: ", "))"
             }
+            if !outcome.strandedTables.isEmpty {
+                text += "; left in the old store, kept at \(outcome.storeKeptAside?.path ?? "its place"): \(outcome.strandedTables.joined(separator: ", "))"
+            }
             if !outcome.appliedMigrations.isEmpty {
                 text += "; applied \(outcome.appliedMigrations.joined(separator: ", "))"
             }
@@ -165,6 +168,8 @@ extension ReseedCommand.Launch {
         @NullWhenNil var userStore: String?
         var importedTables: [String: Int]
         var missingUserTables: [String]
+        /// The user's tables left in the old store, kept aside whole at `storeKeptAside`.
+        var strandedTables: [String]
         var appliedMigrations: [String]
         @NullWhenNil var userStoreKeptAside: String?
         var orphans: [String: Int]
@@ -187,6 +192,7 @@ extension ReseedCommand.Launch {
             userStore = launch.userStoreURL?.path
             importedTables = launch.importedTables
             missingUserTables = launch.missingUserTables
+            strandedTables = launch.strandedTables
             appliedMigrations = launch.appliedMigrations
             userStoreKeptAside = launch.userStoreKeptAside?.path
             orphans = launch.orphans

@@ -154,6 +154,9 @@ extension ReseedCommand.Update {
         var store: String
         @NullWhenNil var userStore: String?
         var importedTables: [String: Int]
+        /// The user's tables left in the old single-file store, kept aside whole at `storeKeptAside`.
+        var strandedTables: [String]
+        @NullWhenNil var storeKeptAside: String?
         var orphans: [String: Int]
         /// An update opens the user store only to count orphans: it applies no migration and
         /// moves no user store aside (the next launch does), so these two keep the shape of
@@ -181,6 +184,8 @@ extension ReseedCommand.Update {
             store = update.storeURL.path
             userStore = update.userStoreURL?.path
             importedTables = update.importedTables
+            strandedTables = update.strandedTables
+            storeKeptAside = update.storeKeptAside?.path
             orphans = update.orphans
             method = update.method
             fromContentHash = update.fromContentHash

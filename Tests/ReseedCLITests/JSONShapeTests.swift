@@ -80,7 +80,7 @@ import Testing
             "previousVersion": .stringOrNull, "change": .stringOrNull, "store": .string, "verification": .stringOrNull,
             "preferencesMovedAside": .stringOrNull, "storeKeptAside": .stringOrNull, "removedLeftovers": .array,
             "adoptedFrom": .stringOrNull, "legacyStoresLeftInPlace": .array, "userStore": .stringOrNull,
-            "importedTables": .object, "missingUserTables": .array, "appliedMigrations": .array,
+            "importedTables": .object, "missingUserTables": .array, "strandedTables": .array, "appliedMigrations": .array,
             "userStoreKeptAside": .stringOrNull, "orphans": .object,
         ]
         for (data, user) in [("plain", [String]()), ("user", ["--user-store", "items-user"])] {

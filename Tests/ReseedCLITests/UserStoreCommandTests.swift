@@ -79,13 +79,14 @@ import Testing
     }
 
     /// The same through reseed.json, with a user migrations folder giving the user store a table of its own.
+    /// The migrations run first, as on a fresh install, and the rows are carried into the table they made.
     @Test func projectFileGivesTheUserStoreAndItsMigrations() throws {
         let sandbox = try TemporaryDirectory()
         let data = try singleFileStoreWithNotes(in: sandbox)
         let new = try itemsSeed("2.0.0", ids: [1, 3, 4], in: sandbox)
         _ = try userMigrations([
             "0002_tag.sql": "CREATE TABLE tag (id INTEGER PRIMARY KEY, item_id INTEGER);",
-            "0001_pinned.sql": "ALTER TABLE note ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;",
+            "0001_pinned.sql": "CREATE TABLE note (id INTEGER PRIMARY KEY, item_id INTEGER, text TEXT, pinned INTEGER NOT NULL DEFAULT 0);",
             "README.md": "Each .sql file is one migration.",
         ], in: sandbox)
         try Data("""

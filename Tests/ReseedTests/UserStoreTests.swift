@@ -94,8 +94,11 @@ struct UserStoreTests {
         }
         try single.close()
 
-        // This release: the same seed version, a user store declared with the notes.
-        let userStore = try Self.userStore(tables: ["note", "bookmark"])
+        // This release: the same seed version, a user store declared with the notes, which no
+        // migration of the app makes: the import creates the table as the old store had it.
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("notes") { db in try db.execute(sql: "CREATE TABLE setting (key TEXT PRIMARY KEY, value)") }
+        let userStore = try Self.userStore(tables: ["note", "bookmark"], migrator: migrator)
         let (database, outcome) = try sandbox.launcher(try sandbox.seed("1.0.0", rows: 3)) { $0.userStore = userStore }.launch()
         #expect(outcome.action == .installed)
         #expect(outcome.reason == .userDataMoved)

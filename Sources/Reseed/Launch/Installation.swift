@@ -48,7 +48,7 @@ struct Installation {
             }
             let state = try storeState()
             // With a user store: an unusable one kept aside, the user's tables copied out of the store.
-            let user = try prepareUserStore(recorded: recorded, storeState: state)
+            let user = try prepareUserStore(recorded: recorded, storeState: state, from: pipelineSource)
             return (adoption, recorded, movedAside, state, user, entry)
         }
         // Step 2, decide.
@@ -57,7 +57,8 @@ struct Installation {
             preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables),
             storePath: storePath)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
-        var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside)
+        var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside,
+                                         keepingAside: !user.stranded.isEmpty)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
         if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped) {
             outcome.preferencesMovedAside = aside
@@ -110,7 +111,7 @@ struct Installation {
     /// did and what it swapped in. Recording the version (step 5) is the caller's.
     func act(
         on decision: Decision, through pipeline: InstallPipeline, recorded: Decision.Recorded?, storeState: StoreState,
-        preferencesMovedAside movedAside: URL?
+        preferencesMovedAside movedAside: URL?, keepingAside: Bool = false
     ) throws(InstallPipeline.Failure) -> (LaunchOutcome, InstallPipeline.Swapped?) {
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded?.version,
@@ -137,8 +138,9 @@ struct Installation {
                 "store": "\(storePath)", "version": "\(manifest.version)", "reason": "\(reason.rawValue)",
                 "previous": "\(previousVersion ?? "none")",
             ])
-            // A store that failed to open is kept aside.
-            let installed = try pipeline.install(storeState: storeState, keepAside: reason == .storeInvalid, progress: configuration.progress)
+            // A store that failed to open is kept aside, and one that holds tables of the user's left in it.
+            let installed = try pipeline.install(storeState: storeState, keepAside: reason == .storeInvalid || keepingAside,
+                                                 progress: configuration.progress)
             logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
             outcome.action = .installed
             outcome.reason = reason

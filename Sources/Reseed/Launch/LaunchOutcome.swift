@@ -76,6 +76,11 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public var importedTables: [String: Int] = [:]
     /// Declared ``Launcher/UserStore/userTables`` the single-file store did not have when the user store was created.
     public var missingUserTables: [String] = []
+    /// The user's tables this launch left in the single-file store, which it kept aside whole
+    /// (``storeKeptAside``) before the seed replaced it: tables that are not the seed's and were
+    /// not declared in ``Launcher/UserStore/userTables``, or declared ones whose table in the user
+    /// store already held other rows. Their rows are in that file, never deleted.
+    public var strandedTables: [String] = []
     /// Where a user store that was not a database was kept (renamed, never deleted); a new one was created.
     public var userStoreKeptAside: URL?
     /// The app's migrations this launch applied to the user store.

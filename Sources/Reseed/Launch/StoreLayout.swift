@@ -29,6 +29,17 @@ package struct StoreLayout: Sendable, Equatable {
         self.init(storeFileName: name + ".sqlite")
     }
 
+    /// What Reseed's own file names contain, whatever the store (temp files, downloads and locks
+    /// `.reseed-`, stores kept aside `.invalid-`, preferences moved aside `.corrupt-`): a store or a
+    /// user store whose file name takes one of these forms could be removed as a leftover or taken
+    /// for a kept file, so none may.
+    package static let reservedForms = [".reseed-", ".invalid-", ".corrupt-"]
+
+    /// The reserved form `name` takes, if it takes one (see ``reservedForms``).
+    package static func reservedForm(of name: String) -> String? {
+        reservedForms.first { name.contains($0) }
+    }
+
     /// SQLite's sidecar suffixes of a database file.
     static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
 

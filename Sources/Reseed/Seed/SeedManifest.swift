@@ -163,9 +163,13 @@ extension SeedManifest {
     public static let maximumVersionBytes = 64
 
     /// A store name usable as a file name on every platform: 1-128 ASCII letters, digits,
-    /// `.`, `_` or `-`, not starting with `.`.
+    /// `.`, `_` or `-`, not starting with `.`, and not containing `.reseed-`, `.invalid-` or
+    /// `.corrupt-` (the forms of Reseed's own files).
+    /// What ``isValidStoreName(_:)`` asks, as the end of a sentence that names the store.
+    public static let storeNameRule = "must be 1-128 letters, digits, '.', '_' or '-', not starting with '.' and not containing '.reseed-', '.invalid-' or '.corrupt-' (the forms of Reseed's own files)"
+
     public static func isValidStoreName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= maximumNameBytes && !name.hasPrefix(".")
+        !name.isEmpty && name.utf8.count <= maximumNameBytes && !name.hasPrefix(".") && StoreLayout.reservedForm(of: name) == nil
             && name.utf8.allSatisfy { byte in
                 (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
@@ -225,7 +229,7 @@ struct ManifestFields {
     func seedFacts() throws(ReseedError) -> SeedFacts {
         let name = try string("name")
         guard SeedManifest.isValidStoreName(name) else {
-            throw invalid("name", "store name \(JSONNode.quote(name)) must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+            throw invalid("name", "store name \(JSONNode.quote(name)) \(SeedManifest.storeNameRule)")
         }
         let version = try string("version")
         if let problem = SeedManifest.versionProblem(version) {

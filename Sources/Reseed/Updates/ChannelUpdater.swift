@@ -117,6 +117,11 @@ public struct ChannelUpdater: Sendable {
         public var userStoreURL: URL?
         /// The user tables the install copied out of a single-file store (table → rows), as a launch does.
         public var importedTables: [String: Int] = [:]
+        /// The user's tables the install left in a single-file store, which it kept aside whole at
+        /// ``storeKeptAside`` (as a launch does: ``LaunchOutcome/strandedTables``).
+        public var strandedTables: [String] = []
+        /// Where the old store file was kept before the new seed replaced it, when it was.
+        public var storeKeptAside: URL?
         /// After an update with a user store, per ``SeedReference`` (its description), the user rows
         /// pointing at a key the new seed no longer has.
         public var orphans: [String: Int] = [:]
@@ -259,7 +264,9 @@ public struct ChannelUpdater: Sendable {
         }
 
         outcome.fromContentHash = context.installed == nil ? nil : context.contentHash
-        if let delta = usableDelta(manifest, from: outcome.fromContentHash) {
+        // A store file not yet recorded as holding no user tables may hold them: a delta starts from a pure seed only.
+        let mayHoldUserTables = context.launcher.configuration.userStore.map { context.userStore != $0.name } ?? false
+        if !mayHoldUserTables, let delta = usableDelta(manifest, from: outcome.fromContentHash) {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
             ])
@@ -270,7 +277,8 @@ public struct ChannelUpdater: Sendable {
                 defer { deltaFile.removeFiles() }
                 let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false),
                                 manifest: manifest.seedManifest(file: deltaFile.name))
-                (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed, from: .delta(deltaPath: deltaFile.path))
+                (outcome.importedTables, outcome.strandedTables, outcome.storeKeptAside, outcome.orphans) = try await install(
+                    seed, over: context.installed, from: .delta(deltaPath: deltaFile.path))
                 try await offload { () throws(InstallPipeline.Failure) in
                     try InstallPipeline.during(.record) { () throws(ReseedError) in try self.remember(fetched, trust: trust, in: context) }
                 }
@@ -305,7 +313,8 @@ public struct ChannelUpdater: Sendable {
         seedManifest.compression = manifest.compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         do throws(InstallPipeline.Failure) {
-            (outcome.importedTables, outcome.orphans) = try await install(seed, over: context.installed, from: .seed)
+            (outcome.importedTables, outcome.strandedTables, outcome.storeKeptAside, outcome.orphans) = try await install(
+                seed, over: context.installed, from: .seed)
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
             if error.isTheSources { await offload { download.removeFiles() } }
@@ -330,18 +339,18 @@ public struct ChannelUpdater: Sendable {
     /// store and the orphans per reference. `installed` is the version the update found recorded: the
     /// install refuses to go on when another process changed it since.
     private func install(_ seed: Seed, over installed: String?, from source: InstallPipeline.Source)
-        async throws(InstallPipeline.Failure) -> (imported: [String: Int], orphans: [String: Int])
+        async throws(InstallPipeline.Failure) -> (imported: [String: Int], stranded: [String], keptAside: URL?, orphans: [String: Int])
     {
         switch target {
         case .store(let store):
-            return ([:], try await store.replace(with: seed, from: source).orphans)
+            return ([:], [], nil, try await store.replace(with: seed, from: source).orphans)
         case .launcher(let launcher):
             return try await offload { () throws(InstallPipeline.Failure) in
                 let installed = try launcher.installDownloaded(seed, expecting: installed, from: source)
                 let orphans = try InstallPipeline.during(.record) { () throws(ReseedError) in
                     try launcher.countOrphans(storeFileName: seed.manifest.storeFileName)
                 }
-                return (installed.importedTables, orphans)
+                return (installed.importedTables, installed.strandedTables, installed.storeKeptAside, orphans)
             }
         }
     }
@@ -367,6 +376,8 @@ public struct ChannelUpdater: Sendable {
         var validators: ChannelValidators?
         /// The installed seed's content hash, as its install recorded it.
         var contentHash: String?
+        /// The user store the preferences say the store file was installed for (it then holds no user tables).
+        var userStore: String?
         var directory: Directory
         var lock: StoreLock
         var storeURL: URL
@@ -397,7 +408,7 @@ public struct ChannelUpdater: Sendable {
         return Context(
             launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
             validators: entry?.channel,
-            contentHash: entry?.contentHash,
+            contentHash: entry?.contentHash, userStore: entry?.userStore,
             directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
     }

@@ -1,5 +1,7 @@
 import Foundation
+import GRDB
 import Logging
+import ReseedSystem
 
 extension Installation {
     /// What the user store's part of step 2 did, for the decision and the outcome.
@@ -15,12 +17,19 @@ extension Installation {
         var userStoreURL: URL?
         var imported: [String: Int] = [:]
         var missing: [String] = []
+        /// The user's tables left in the store file (not declared, or their user-store table holds
+        /// other rows): the install keeps the store file aside whole.
+        var stranded: [String] = []
         var keptAside: URL?
+        /// The app's migrations the import applied before carrying the rows.
+        var appliedMigrations: [String] = []
 
         func report(in outcome: inout LaunchOutcome) {
             outcome.userStoreURL = userStoreURL
             outcome.importedTables = imported
             outcome.missingUserTables = missing
+            outcome.strandedTables = stranded
+            outcome.appliedMigrations = appliedMigrations
             outcome.userStoreKeptAside = keptAside
         }
     }
@@ -29,21 +38,19 @@ extension Installation {
     ///
     /// 1. a user store file that is not a database is kept aside (renamed, never deleted);
     /// 2. unless the preferences say the store file holds no user tables (an entry written with
-    ///    this user store), the store file is looked at for the declared user tables; when the
-    ///    user store does not exist yet, those it has are copied into a new one (built in a temp
-    ///    file, verified, fsynced, renamed into place). Either way the seed must then replace
-    ///    the store file, whose user tables are in the user store.
+    ///    this user store), the store file is looked at: **a table of it that is not a table of the
+    ///    seed being installed is the user's** (names compared as SQLite does, ignoring ASCII case).
+    ///    The declared ones are carried into the user store (``UserTableImport``); any other, and a
+    ///    declared one whose user-store table holds other rows, is stranded: the store file is kept
+    ///    aside whole before the seed replaces it, and the outcome names the tables left there.
+    ///    Either way the seed then replaces the store file.
     ///
-    /// A crash leaves either no user store (the next launch imports again from the store
-    /// file, untouched) or a complete one (the next launch sees the store file still holds
-    /// the tables, and replaces it).
-    func prepareUserStore(recorded: Decision.Recorded?, storeState: StoreState) throws(ReseedError) -> UserStoreStep {
+    /// A crash leaves the store file as it was and the user store either without the rows (a new
+    /// one not renamed in, an existing one's transaction not committed) or with all of them, which
+    /// the next launch finds carried already.
+    func prepareUserStore(recorded: Decision.Recorded?, storeState: StoreState, from pipelineSource: InstallPipeline.Source) throws(ReseedError) -> UserStoreStep {
         guard let userStore = configuration.userStore else { return UserStoreStep() }
-        // By bytes: a "/" followed by a combining mark is one Character that is not "/".
-        guard userStore.fileName != storeName, !userStore.name.isEmpty, SeedManifest.isPlainFileName(userStore.fileName) else {
-            throw ReseedError(.invalidArgument, step: .openUserStore, path: directory.path(userStore.fileName),
-                              message: "the user store's name '\(userStore.name)' must be a file name other than the seed's '\(manifest.name)'")
-        }
+        try Self.checkName(of: userStore, storeName: storeName, in: directory)
         var step = UserStoreStep(userStoreURL: URL(fileURLWithPath: directory.path(userStore.fileName), isDirectory: false))
         var userState = try userStoreState(userStore)
         if userState == .notSQLite {
@@ -56,38 +63,91 @@ extension Installation {
                 for sidecar in StoreLayout.sidecars(of: userStore.fileName) { try directory.remove(sidecar) }
             }
         }
-        guard recorded?.userStore != userStore.name, storeState == .sqlite, !userStore.userTables.isEmpty else { return step }
-        let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
-        let present: [String]
-        do {
-            present = try importer.tablesPresent(userStore.userTables)
-        } catch where error.databaseError.map({ [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains($0.resultCode) }) ?? false {
-            logger.warning("the store file cannot be read as a database: no user table copied; it is kept aside and replaced", metadata: [
-                "store": "\(storePath)", "error": "\(error)",
-            ])
-            step.storeUnreadable = true
-            return step
+        guard recorded?.userStore != userStore.name, storeState == .sqlite else { return step }
+        if case .delta = pipelineSource {
+            // A delta starts from a pure seed; this store file may hold the user's tables.
+            throw ReseedError(.verificationFailed, step: .applyDelta, path: storePath,
+                              message: "the store file may hold the user's tables, so a delta cannot start from it; run the update again to install the full seed")
         }
-        if userState == .missing {
+        let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
+        // The user store's own lock too: the app's migrations run, and another launch's may be running.
+        let userLock = try StoreLock.acquire(StoreLayout(storeFileName: userStore.fileName).installLock, in: directory,
+                                             timeout: configuration.lockTimeout, timeoutMessage: "another launcher holds the user store '\(userStore.name)'")
+        defer { userLock.release() }
+        // A compressed seed is decompressed beside the store for the look (and removed after it).
+        try seed.withDatabaseFile(temporaryDirectory: directory.url, step: .checkUserStore) { seedPath throws(ReseedError) in
             // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
-            // A compressed seed is decompressed beside the store for the look (and removed after it).
-            try seed.withDatabaseFile(temporaryDirectory: directory.url, step: .checkUserStore) { seedPath throws(ReseedError) in
-                try UserStoreSchema.refuseIncompatibleSeed(userTables: userStore.userTables, references: [], seedPath: seedPath,
-                                                    userPath: directory.path(userStore.fileName), declared: true)
+            let seedTables = try UserStoreSchema.refuseIncompatibleSeed(
+                userTables: userStore.userTables, references: [], seedPath: seedPath, userPath: directory.path(userStore.fileName), declared: true)
+            let owned: [String]
+            do throws(ReseedError) {
+                owned = try importer.userTables(excluding: seedTables)
+            } catch where error.databaseError.map({ [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains($0.resultCode) }) ?? false {
+                logger.warning("the store file cannot be read as a database: no user table copied; it is kept aside and replaced", metadata: [
+                    "store": "\(storePath)", "error": "\(error)",
+                ])
+                step.storeUnreadable = true
+                return
             }
-            let imported = try importer.run(userStore.userTables, present: present, into: userStore.fileName)
-            step.imported = imported.rows
-            step.missing = imported.missing
-            step.storeHoldsUserTables = !imported.rows.isEmpty
-        } else {
-            step.storeHoldsUserTables = !present.isEmpty
+            var declared: [(declared: String, name: String)] = []
+            for name in userStore.userTables {
+                if let found = owned.first(where: { $0.isSameSQLName(as: name) }) {
+                    declared.append((name, found))
+                } else {
+                    step.missing.append(name)
+                }
+            }
+            step.stranded = owned.filter { name in !declared.contains { $0.name == name } }
+            if !step.missing.isEmpty {
+                logger.notice("declared user tables the store does not have", metadata: ["tables": "\(step.missing)", "store": "\(storePath)"])
+            }
+            guard !owned.isEmpty else { return }
+            step.storeHoldsUserTables = true
+            guard !declared.isEmpty else { return }
+            var database = launcher.poolConfiguration
+            let uri = Launcher.readOnlyURI(seedPath)
+            database.prepareDatabase { db in try Launcher.attachSeed(db, uri: uri, path: seedPath) }
+            let carried = try importer.carry(declared, into: userStore.fileName, target: try importTarget(userStore, userState),
+                                             database: database, migrator: userStore.migrator)
+            step.imported = carried.rows
+            step.stranded += carried.stranded
+            step.appliedMigrations = carried.appliedMigrations
         }
         if step.storeHoldsUserTables {
-            logger.notice("the store file holds the user's tables, which are in the user store: the seed replaces it", metadata: [
+            logger.notice("the store file holds the user's tables: the seed replaces it", metadata: [
                 "store": "\(storePath)", "userStore": "\(directory.path(userStore.fileName))", "imported": "\(step.imported)",
+                "stranded": "\(step.stranded)",
             ])
         }
         return step
+    }
+
+    /// Where an import puts the rows: a new user store, or the existing one when it has a schema.
+    private func importTarget(_ userStore: Launcher.UserStore, _ state: StoreState) throws(ReseedError) -> UserTableImport.Target {
+        guard state == .sqlite else { return .new }
+        let path = directory.path(userStore.fileName)
+        let objects = try during(.openUserStore, path: path) { () throws -> Int in
+            var configuration = launcher.poolConfiguration
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            return try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master") ?? 0 }
+        }
+        return objects == 0 ? .empty : .existing
+    }
+
+    /// Refuses a user store name that is empty, not a plain file name, the seed's own, or one of the
+    /// forms of Reseed's own files (which a later launch would remove as a leftover or take for a kept store).
+    static func checkName(of userStore: Launcher.UserStore, storeName: String, in directory: Directory) throws(ReseedError) {
+        // By bytes: a "/" followed by a combining mark is one Character that is not "/".
+        guard userStore.fileName != storeName, !userStore.name.isEmpty, SeedManifest.isPlainFileName(userStore.fileName) else {
+            throw ReseedError(.invalidArgument, step: .openUserStore, path: directory.path(userStore.fileName),
+                              message: "the user store's name '\(userStore.name)' must be a file name other than the seed's store '\(storeName)'")
+        }
+        if let form = StoreLayout.reservedForm(of: userStore.fileName) {
+            throw ReseedError(.invalidArgument, step: .openUserStore, path: directory.path(userStore.fileName),
+                              message: "the user store's name '\(userStore.name)' has the form of Reseed's own files ('\(form)'), which Reseed removes or keeps aside; choose another name")
+        }
     }
 
     /// What the user store file is: missing when its name is not in the directory (whatever this

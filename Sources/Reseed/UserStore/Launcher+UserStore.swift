@@ -43,6 +43,9 @@ extension Launcher {
                 defer { state.opened = true }
                 return !state.opened
             }
+            // The user store's own schema first: its damage is the user store's, never the seed's
+            // (which the launch would install again, keeping a copy aside each time, to no end).
+            if isFirst { try Self.readUserSchema(db, path: userStoreURL.path) }
             do {
                 try Self.attachSeed(db, uri: uri, path: storeURL.path)
                 if isFirst { _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.seedSchema).sqlite_master") }
@@ -100,9 +103,20 @@ extension Launcher {
         return orphans
     }
 
+    /// Reads the user store's schema; a store SQLite cannot read fails naming it, with what to do.
+    static func readUserSchema(_ db: Database, path: String) throws(ReseedError) {
+        do {
+            _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master")
+        } catch {
+            throw ReseedError(.database, step: .openUserStore, path: path, databaseError: error as? DatabaseError,
+                              message: "the user store cannot be read as a database, so the app cannot start on it; Reseed changed nothing",
+                              advice: "restore it from a backup, or recover its rows with `sqlite3 '\(path)' .recover | sqlite3 RECOVERED.sqlite` and put that file in its place with the app closed")
+        }
+    }
+
     /// Attaches the seed at `uri` (``readOnlyURI(_:)`` of `path`) as ``seedSchema``; refuses an
     /// attachment SQLite made writable.
-    private static func attachSeed(_ db: Database, uri: String, path: String) throws {
+    static func attachSeed(_ db: Database, uri: String, path: String) throws {
         try db.execute(sql: "ATTACH DATABASE ? AS \(seedSchema)", arguments: [uri])
         guard sqlite3_db_readonly(db.sqliteConnection, seedSchema) == 1 else {
             throw ReseedError(.database, step: .openUserStore, path: path,
@@ -156,7 +170,7 @@ extension Launcher {
         // The fingerprint as the launch read it: the preferences are not read a second time.
         if outcome.action == .upToDate, outcome.userStoreChecked == fingerprint { return }
         var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
-        outcome.appliedMigrations = try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: path)
+        outcome.appliedMigrations += try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: path)
         if !outcome.appliedMigrations.isEmpty {
             inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
             fingerprint = try checked(outcome, nil)

@@ -35,16 +35,16 @@ enum UserStoreSchema {
                 if let name = try String.fetchOne(db, sql: """
                     SELECT name FROM main.sqlite_master
                     WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'
-                      AND name IN (SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view'))
+                      AND name COLLATE NOCASE IN (SELECT name FROM \(seed).sqlite_master WHERE type IN ('table', 'view'))
                     ORDER BY name LIMIT 1
                     """) {
                     return Inspection(applied: applied, problem:
-                        "the user store's table '\(name)' has the name of the seed's table '\(seed).\(name)', whose rows it would hide; rename it in a migration")
+                        "the user store's table '\(name)' has the name of the seed's table '\(seed).\(name)' (SQLite's names ignore case), whose rows it would hide; rename it in a migration")
                 }
                 if foreignKeys, let crossing = try Row.fetchOne(db, sql: """
                     SELECT m.name AS child, f."table" AS parent FROM main.sqlite_master m, pragma_foreign_key_list(m.name, 'main') f
-                    WHERE m.type = 'table' AND f."table" NOT IN (SELECT name FROM main.sqlite_master WHERE type = 'table')
-                      AND f."table" IN (SELECT name FROM \(seed).sqlite_master WHERE type = 'table')
+                    WHERE m.type = 'table' AND f."table" COLLATE NOCASE NOT IN (SELECT name FROM main.sqlite_master WHERE type = 'table')
+                      AND f."table" COLLATE NOCASE IN (SELECT name FROM \(seed).sqlite_master WHERE type = 'table')
                     ORDER BY m.name LIMIT 1
                     """) {
                     let child: String = crossing["child"], parent: String = crossing["parent"]
@@ -62,7 +62,7 @@ enum UserStoreSchema {
     /// - Throws: ``ReseedError`` (step `migrateUserStore`) naming the migration that failed. Each
     ///   GRDB migration is a transaction of its own: the failing one is rolled back, those before
     ///   it stay applied.
-    static func migrate(_ pool: DatabasePool, with migrator: DatabaseMigrator, applied before: Set<String>, path: String) throws(ReseedError) -> [String] {
+    static func migrate(_ pool: some DatabaseWriter, with migrator: DatabaseMigrator, applied before: Set<String>, path: String) throws(ReseedError) -> [String] {
         if migrator.migrations.allSatisfy(before.contains) { return [] }
         do {
             try migrator.migrate(pool)
@@ -78,6 +78,13 @@ enum UserStoreSchema {
         return migrator.migrations.filter { !before.contains($0) }
     }
 
+    /// ``migrate(_:with:applied:path:)``, reading the applied migrations first.
+    static func migrate(_ writer: some DatabaseWriter, with migrator: DatabaseMigrator, path: String) throws(ReseedError) -> [String] {
+        guard !migrator.migrations.isEmpty else { return [] }
+        let applied = try during(.migrateUserStore, path: path) { try writer.read { try migrator.appliedIdentifiers($0) } }
+        return try migrate(writer, with: migrator, applied: applied, path: path)
+    }
+
     /// What is wrong with the first reference that names a table or column that does not exist, if one does.
     ///
     /// One statement looks up every side of every reference (`pragma_table_xinfo`); only when one
@@ -88,7 +95,7 @@ enum UserStoreSchema {
         let values = Array(repeating: "(?, ?, ?)", count: sides.count).joined(separator: ", ")
         let anyMissing = try Bool.fetchOne(db, sql: """
             WITH side(t, c, s) AS (VALUES \(values))
-            SELECT count(*) > 0 FROM side WHERE NOT EXISTS (SELECT 1 FROM pragma_table_xinfo(side.t, side.s) x WHERE x.name = side.c)
+            SELECT count(*) > 0 FROM side WHERE NOT EXISTS (SELECT 1 FROM pragma_table_xinfo(side.t, side.s) x WHERE x.name = side.c COLLATE NOCASE)
             """, arguments: StatementArguments(sides.flatMap { [$0.0, $0.1, $0.2] })) ?? false
         guard anyMissing else { return nil }
         for reference in references {
@@ -111,12 +118,15 @@ enum UserStoreSchema {
     /// view named as one of `userTables` (it would hide the seed's rows), or lacks a table or column
     /// a reference points at (every launch would then fail on it). With `declared`, `userTables` are
     /// those the configuration declares to carry out of a single-file store.
-    static func refuseIncompatibleSeed(userTables: [String], references: [SeedReference], seedPath: String, userPath: String, declared: Bool = false) throws(ReseedError) {
+    ///
+    /// - Returns: the seed's table and view names, folded as SQLite compares them (``Swift/String/sqlFolded``).
+    @discardableResult
+    static func refuseIncompatibleSeed(userTables: [String], references: [SeedReference], seedPath: String, userPath: String, declared: Bool = false) throws(ReseedError) -> Set<String> {
         let (seedNames, missing) = try during(.checkUserStore, path: seedPath) { () throws -> (Set<String>, String?) in
             let queue = try DatabaseQueue(path: seedPath, configuration: readOnly("reseed.seed-check"))
             defer { try? queue.close() }
             return try queue.read { db in
-                let names = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"))
+                let names = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").map(\.sqlFolded))
                 for reference in references {
                     if let missing = try missingColumn(reference.seedTable, reference.seedColumn, schema: "main", db: db) {
                         return (names, "the new seed has no \(missing), which the reference '\(reference)' points at; changed nothing")
@@ -125,7 +135,7 @@ enum UserStoreSchema {
                 return (names, nil)
             }
         }
-        if let name = userTables.first(where: seedNames.contains) {
+        if let name = userTables.first(where: { seedNames.contains($0.sqlFolded) }) {
             if declared {
                 throw ReseedError(.userStoreConflict, step: .checkUserStore, path: seedPath,
                                   message: "the user table '\(name)' declared for the user store is the seed's table '\(name)': copied, it would hide the seed's rows; declare only the app's own tables. Changed nothing")
@@ -134,6 +144,7 @@ enum UserStoreSchema {
                               message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")
         }
         if let missing { throw ReseedError(.userStoreConflict, step: .checkUserStore, path: seedPath, message: missing) }
+        return seedNames
     }
 
     /// The user store's own tables and views, read through a connection of its own; none when it does not exist.
@@ -155,9 +166,9 @@ enum UserStoreSchema {
 
     /// "table 'x'" or "column 'x.y'" when `schema` lacks it.
     private static func missingColumn(_ table: String, _ column: String, schema: String, db: Database) throws -> String? {
-        guard try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM \(schema).sqlite_master WHERE type IN ('table', 'view') AND name = ?",
+        guard try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM \(schema).sqlite_master WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
                                 arguments: [table]) == true else { return "table '\(table)'" }
-        guard try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM pragma_table_xinfo(?, ?) WHERE name = ?",
+        guard try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM pragma_table_xinfo(?, ?) WHERE name = ? COLLATE NOCASE",
                                 arguments: [table, schema, column]) == true else { return "column '\(table).\(column)'" }
         return nil
     }

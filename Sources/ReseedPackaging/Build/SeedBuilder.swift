@@ -107,7 +107,7 @@ public struct SeedBuilder: Sendable {
     ///   ``PackagingError/Step/readMigrations`` when `Migrations/` cannot be read, else ``PackagingError/Step/build``.
     public func build() throws(PackagingError) -> Result {
         guard SeedManifest.isValidStoreName(name) else {
-            throw PackagingError(.invalidArgument, step: .build, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+            throw PackagingError(.invalidArgument, step: .build, message: "seed name '\(name)' \(SeedManifest.storeNameRule)")
         }
         if let problem = SeedManifest.versionProblem(version) {
             throw PackagingError(.invalidArgument, step: .build, message: "seed version: \(problem) (a version is 1-\(SeedManifest.maximumVersionBytes) bytes of printable characters)")

@@ -90,7 +90,7 @@ public struct ProjectImporter: Sendable {
     ///   regular file holding a SQLite database.
     public func run() throws(PackagingError) -> Result {
         guard SeedManifest.isValidStoreName(name) else {
-            throw PackagingError(.invalidArgument, step: .importDatabase, message: "seed name '\(name)' must be 1-128 letters, digits, '.', '_' or '-', not starting with '.'")
+            throw PackagingError(.invalidArgument, step: .importDatabase, message: "seed name '\(name)' \(SeedManifest.storeNameRule)")
         }
         if let problem = SeedManifest.versionProblem(version) {
             throw PackagingError(.invalidArgument, step: .importDatabase, message: "seed version: \(problem)")
