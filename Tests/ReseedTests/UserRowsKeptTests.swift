@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import Reseed
 import ReseedTestSupport
+import ReseedSystem
 import Testing
 
 /// Issue 32: the ordinary mistakes around a user store never cost a row. Each case ends with every
@@ -192,5 +193,43 @@ struct UserRowsKeptTests {
             }
         }
         #expect(try sandbox.files() == before)
+    }
+}
+
+/// Issue 32, case 11: first launches with a user store at once, in threads of one process (each its
+/// own pool, as two processes have): the app's migrations run once, under the user store's lock.
+@Suite(.timeLimit(.minutes(10)))
+struct UserStoreFirstLaunchRaceTests {
+    @Test func twoFirstLaunchesAtOnceBothOpen() async throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("0001_incident") { db in
+            try db.execute(sql: "CREATE TABLE incident (id INTEGER PRIMARY KEY, note TEXT)")
+        }
+        migrator.registerMigration("0002_tag") { db in try db.execute(sql: "CREATE TABLE tag (id INTEGER PRIMARY KEY)") }
+        let userStore = Launcher.UserStore(name: "items-user", migrator: migrator, userTables: ["incident"])
+        var failures: [String] = []
+        for _ in 0..<150 {
+            let sandbox = try LaunchSandbox()
+            let launcher = sandbox.launcher(try sandbox.seed("1.0.0")) { $0.userStore = userStore }
+            let results = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        await offload("reseed-test") {
+                            do {
+                                let (database, _) = try launcher.launch()
+                                let tables = try database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM main.sqlite_master WHERE name IN ('incident', 'tag')") }
+                                try database.close()
+                                return tables == 2 ? nil : "tables: \(tables ?? -1)"
+                            } catch {
+                                return "\(error)"
+                            }
+                        }
+                    }
+                }
+                return await group.reduce(into: [String]()) { if let failure = $1 { $0.append(failure) } }
+            }
+            failures += results
+        }
+        #expect(failures.isEmpty, "\(failures.count) launches failed: \(failures.prefix(3))")
     }
 }

@@ -170,7 +170,14 @@ extension Launcher {
         // The fingerprint as the launch read it: the preferences are not read a second time.
         if outcome.action == .upToDate, outcome.userStoreChecked == fingerprint { return }
         var inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
-        outcome.appliedMigrations += try UserStoreSchema.migrate(pool, with: userStore.migrator, applied: inspection.applied, path: path)
+        if !userStore.migrator.migrations.allSatisfy(inspection.applied.contains) {
+            // Under the user store's lock: another launch (a process, or a pool of this one) may be
+            // migrating the same file; the migrator reads what is applied again once it holds it.
+            let locked = try lockInDataDirectory(StoreLayout(storeFileName: userStore.fileName).installLock,
+                                                 heldBy: "another launcher holds the user store '\(userStore.name)'")
+            defer { locked.lock.release() }
+            outcome.appliedMigrations += try UserStoreSchema.migrate(pool, with: userStore.migrator, path: path)
+        }
         if !outcome.appliedMigrations.isEmpty {
             inspection = try UserStoreSchema.inspect(pool, userStore: userStore, path: path, foreignKeys: foreignKeys)
             fingerprint = try checked(outcome, nil)
