@@ -168,7 +168,7 @@ struct InstallPipeline: Sendable {
         guard installation.source == .download, let userStore = installation.configuration.userStore else { return }
         let userPath = directory.path(userStore.fileName)
         try UserStoreSchema.refuseIncompatibleSeed(
-            userTables: try UserStoreSchema.ownNames(ofStoreAt: userPath), references: userStore.references,
+            userTables: try UserStoreSchema.ownNames(ofStoreAt: userPath, busyTimeout: installation.configuration.busyTimeout), references: userStore.references,
             seedPath: seedPath, userPath: userPath)
     }
 

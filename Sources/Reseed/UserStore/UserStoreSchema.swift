@@ -148,10 +148,13 @@ enum UserStoreSchema {
     }
 
     /// The user store's own tables and views, read through a connection of its own; none when it does not exist.
-    static func ownNames(ofStoreAt path: String) throws(ReseedError) -> [String] {
+    /// Waits up to `busyTimeout` for another connection's lock, as every open of the app's does.
+    static func ownNames(ofStoreAt path: String, busyTimeout: Duration) throws(ReseedError) -> [String] {
         guard FileManager.default.fileExists(atPath: path) else { return [] }
+        var configuration = readOnly("reseed.user-tables")
+        configuration.busyMode = .timeout(busyTimeout.inSeconds)
         return try during(.checkUserStore, path: path) {
-            let queue = try DatabaseQueue(path: path, configuration: readOnly("reseed.user-tables"))
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
             defer { try? queue.close() }
             return try queue.read(ownNames)
         }
