@@ -40,6 +40,9 @@ extension ReseedCommand {
 
         func validate() throws {
             guard !add.isEmpty || !remove.isEmpty else { throw ValidationError("give --add or --remove") }
+            if let both = add.first(where: { path in remove.contains { fileURL($0) == fileURL(path) } }) {
+                throw ValidationError("\(both) is given to both --add and --remove; give it to one of them")
+            }
             _ = try expiry(now: Date())
         }
 
@@ -60,8 +63,8 @@ extension ReseedCommand {
             try await reportingErrors {
                 let root = try ChannelPrivateKey(contentsOf: fileURL(rootKey))
                 let until = try expiry(now: Date())
-                let changes = try add.map { ChannelKeysEditor.Change.add(try ChannelPublicKey(contentsOf: fileURL($0)), expires: until) }
-                    + remove.map { ChannelKeysEditor.Change.remove(try ChannelPublicKey(contentsOf: fileURL($0))) }
+                let changes = try add.map { ChannelKeysEditor.Change.add(try ChannelKeysEditor.channelKey(contentsOf: fileURL($0)), expires: until) }
+                    + remove.map { ChannelKeysEditor.Change.remove(try ChannelKeysEditor.channelKey(contentsOf: fileURL($0))) }
                 let keys = try ChannelKeysEditor(channel: fileURL(channel), rootKey: root).apply(changes)
                 let file = fileURL(channel).appendingPathComponent(ChannelKeys.fileName).path
                 if json {
