@@ -13,7 +13,8 @@ extension ReseedCommand {
                 a new keys.json one version higher (apps refuse an older one), durably and under the lock reseed publish \
                 takes. A removed key is listed as revoked: apps refuse what it signs, and a release it signed loses its \
                 standing on devices (the next release signed by a valid key installs even if lower). Keep the root \
-                key offline.
+                key offline. keys.json is read by everyone: a private key file given to --add or --remove is refused, \
+                as is a bare base64 file (written before key files said their kind) that only its owner may read.
                 """)
 
         @Option(help: ArgumentHelp("The channel folder (created when missing).", valueName: "dir"))
