@@ -125,6 +125,7 @@ extension ChannelKeysEditor {
     /// channel knows (the root key, a listed or a removed channel key): a bare base64 line cannot say
     /// which kind it holds, but a private key is recognised by the public key it derives.
     private func checkPublicKeys(_ changes: [Change], against keys: ChannelKeys, path: String) throws(PackagingError) {
+        let known = [("the root key", rootKey.publicKey)] + keys.keys.map { ("the channel key", $0.publicKey) } + keys.revoked.map { ("the removed channel key", $0) }
         var added: Set<String> = [], removed: Set<String> = []
         for change in changes {
             let key: ChannelPublicKey
@@ -132,7 +133,6 @@ extension ChannelKeysEditor {
             case .add(let new, _): key = new; added.insert(new.keyID)
             case .remove(let old): key = old; removed.insert(old.keyID)
             }
-            let known = [("the root key", rootKey.publicKey)] + keys.keys.map { ("the channel key", $0.publicKey) } + keys.revoked.map { ("the removed channel key", $0) }
             if let bytes = Data(base64Encoded: key.base64),
                let derived = try? Curve25519.Signing.PrivateKey(rawRepresentation: bytes).publicKey.rawRepresentation.base64EncodedString(),
                let (role, match) = known.first(where: { $0.1.base64 == derived }) {
