@@ -54,7 +54,7 @@ public enum SeedCheck {
     }
 
     /// The seeds in `folder`, one subfolder per shipped release (each holding one manifest and its seed),
-    /// ordered by version (SemVer precedence; folder name when versions are not SemVer).
+    /// ordered by version (``SeedVersion``'s order; folder name when versions cannot be ordered).
     ///
     /// Keep every release's seed (or at least its manifest and seed) under version control
     /// in such a folder, and loop over them: see the "Upgrade from every release" article.

@@ -20,7 +20,7 @@ extension ReseedCommand {
         @Option(help: "The seed (store) name. Default: the database's file name without its extension.")
         var name: String?
 
-        @Option(name: .customLong("version"), help: "The seed version.")
+        @Option(name: .customLong("version"), help: "The seed version: SemVer 2.0 (1.0.0) or dotted numbers (2024.1).")
         var seedVersion = "1.0.0"
 
         @Option(help: ArgumentHelp("Where reseed.json and Migrations/ are written. Default: the current folder.", valueName: "dir"))
@@ -44,6 +44,10 @@ extension ReseedCommand {
             var migrations: String
             var steps: [Step]
             var notCarried: [String]
+        }
+
+        func validate() throws {
+            try checkOrdered(seedVersion, from: nil)
         }
 
         @MainActor

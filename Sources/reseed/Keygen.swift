@@ -8,8 +8,10 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make the Ed25519 key pair that signs a channel: a private key for publishing, a public key for the app.",
             discussion: """
-                Each file holds one line: the base64 of the key's 32 raw bytes. The private key file is created \
-                with mode 0600; keep it out of the app and out of the repository. Neither file is ever overwritten: \
+                Each file holds one line that names its kind, then the base64 of the key's 32 raw bytes: \
+                reseed-private-key-ed25519 <base64> and reseed-public-key-ed25519 <base64>, so that a private key \
+                given where a public one is expected (reseed keys --add, reseed update --public-key) is refused. \
+                The private key file is created with mode 0600; keep it out of the app and out of the repository. Neither file is ever overwritten: \
                 when either exists, nothing is written and the exit status is 1.
                 """)
 

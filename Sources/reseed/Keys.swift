@@ -13,7 +13,8 @@ extension ReseedCommand {
                 a new keys.json one version higher (apps refuse an older one), durably and under the lock reseed publish \
                 takes. A removed key is listed as revoked: apps refuse what it signs, and a release it signed loses its \
                 standing on devices (the next release signed by a valid key installs even if lower). Keep the root \
-                key offline.
+                key offline. keys.json is read by everyone: a private key file given to --add or --remove is refused, \
+                as is a bare base64 file (written before key files said their kind) that only its owner may read.
                 """)
 
         @Option(help: ArgumentHelp("The channel folder (created when missing).", valueName: "dir"))
@@ -40,6 +41,9 @@ extension ReseedCommand {
 
         func validate() throws {
             guard !add.isEmpty || !remove.isEmpty else { throw ValidationError("give --add or --remove") }
+            if let both = add.first(where: { path in remove.contains { fileURL($0) == fileURL(path) } }) {
+                throw ValidationError("\(both) is given to both --add and --remove; give it to one of them")
+            }
             _ = try expiry(now: Date())
         }
 
@@ -60,8 +64,8 @@ extension ReseedCommand {
             try await reportingErrors {
                 let root = try ChannelPrivateKey(contentsOf: fileURL(rootKey))
                 let until = try expiry(now: Date())
-                let changes = try add.map { ChannelKeysEditor.Change.add(try ChannelPublicKey(contentsOf: fileURL($0)), expires: until) }
-                    + remove.map { ChannelKeysEditor.Change.remove(try ChannelPublicKey(contentsOf: fileURL($0))) }
+                let changes = try add.map { ChannelKeysEditor.Change.add(try ChannelKeysEditor.channelKey(contentsOf: fileURL($0)), expires: until) }
+                    + remove.map { ChannelKeysEditor.Change.remove(try ChannelKeysEditor.channelKey(contentsOf: fileURL($0))) }
                 let keys = try ChannelKeysEditor(channel: fileURL(channel), rootKey: root).apply(changes)
                 let file = fileURL(channel).appendingPathComponent(ChannelKeys.fileName).path
                 if json {

@@ -19,7 +19,7 @@ extension ReseedCommand {
         @Option(help: "The seed (store) name.")
         var name: String?
 
-        @Option(name: .customLong("version"), help: "The seed version, such as 2.0.0.")
+        @Option(name: .customLong("version"), help: "The seed version: SemVer 2.0 (2.0.0, 2.1.0-rc.1) or dotted numbers (2024.1, 2024.07.2).")
         var seedVersion: String?
 
         @Flag(help: ArgumentHelp(
@@ -40,6 +40,7 @@ extension ReseedCommand {
                 guard let output = output.map(fileURL) ?? project.output else { throw ValidationError("give --output") }
                 guard let name = name ?? project.name else { throw ValidationError("give --name") }
                 guard let version = seedVersion ?? project.version else { throw ValidationError("give --version") }
+                try checkOrdered(version, from: seedVersion == nil ? project.url : nil)
                 var builder = SeedBuilder(migrations: migrations, output: output, name: name, version: version)
                 builder.logger = logging.logger("reseed.packaging")
                 builder.compression = compress ? .written : nil
@@ -56,6 +57,18 @@ extension ReseedCommand {
             }
         }
     }
+}
+
+/// Refuses a seed version outside the one grammar (``SeedVersion/grammar``), which channels and launches
+/// could not order: an update to it, or from it, would be refused. `configuration` is the `reseed.json` it
+/// came from; nil for `--version`.
+func checkOrdered(_ version: String, from configuration: URL?) throws {
+    guard !SeedVersion(version).isOrdered else { return }
+    let problem = "\"\(version)\" cannot be ordered, so no device could tell whether it is newer: a version is \(SeedVersion.grammar)"
+    if let configuration {
+        throw ConfigurationError(path: configuration.path, message: "\"version\": " + problem)
+    }
+    throw ValidationError("--version " + problem)
 }
 
 /// Rows and rows per second of a long data step, on one rewritten stderr line.

@@ -13,7 +13,9 @@ extension ReseedCommand {
                 folder, a row-level delta to the new seed is built, checked and compressed; then \
                 channel.json.sig and channel.json are replaced atomically, so that a publish killed at any moment \
                 leaves a pair that verifies. channel.json expires --valid-for from now (default 30d): re-sign it on a \
-                schedule by publishing the same seed again, which changes nothing else. When the folder has a keys.json \
+                schedule by publishing the same seed again, which changes nothing else. A seed whose version is not newer \
+                than the channel's (SemVer 2.0, or dotted numbers such as 2024.07.2 compared number by number) is \
+                refused unless --allow-downgrade. When the folder has a keys.json \
                 (reseed keys), the private key must be a listed, unexpired channel key. Serve the folder from \
                 any static HTTP host; apps update from it with `reseed update` or ChannelUpdater.
                 """)
@@ -27,12 +29,17 @@ extension ReseedCommand {
         @Option(name: .customLong("private-key"), help: ArgumentHelp("The private key file from `reseed keygen`.", valueName: "path"))
         var privateKey: String
 
-        @Option(help: ArgumentHelp("How many earlier releases of the channel get a row-level delta to this seed (0: none).", valueName: "n"))
+        // Unconditional: `--deltas -1` reaches validate() as a value, not as an unknown option.
+        @Option(parsing: .unconditional, help: ArgumentHelp("How many earlier releases of the channel get a row-level delta to this seed (0: none).", valueName: "n"))
         var deltas = 5
 
         @Option(name: .customLong("valid-for"),
                 help: ArgumentHelp("How long apps accept the signed channel.json: a number and d, h, m or s (30d, 12h, 4s).", valueName: "duration"))
         var validFor = "30d"
+
+        @Flag(name: .customLong("allow-downgrade"),
+              help: "Publish even when the seed's version is not newer than the one the channel offers (a deliberate roll-back).")
+        var allowDowngrade = false
 
         @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(Codecs.written.name)) seed beside it (for data that does not compress).")
         var noCompress = false
@@ -54,6 +61,7 @@ extension ReseedCommand {
                 var publisher = ChannelPublisher(channel: fileURL(channel), privateKey: key)
                 publisher.deltas = deltas
                 publisher.compresses = !noCompress
+                publisher.allowsDowngrade = allowDowngrade
                 publisher.validFor = try validity(validFor, of: "--valid-for")
                 let published = try publisher.publish(try Seed(at: fileURL(seed)))
                 let manifest = published.manifest

@@ -49,6 +49,8 @@ final class ChannelSandbox {
     func publish(_ seed: Seed, compressed: Bool = false, key: ChannelPrivateKey? = nil) throws -> ChannelPublisher.Result {
         var publisher = ChannelPublisher(channel: channel, privateKey: key ?? self.key)
         publisher.compresses = compressed
+        // Tests play channels that roll back (to show what devices do); `reseed publish` refusing it is tested on its own.
+        publisher.allowsDowngrade = true
         return try publisher.publish(seed)
     }
 

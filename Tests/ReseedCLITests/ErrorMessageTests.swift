@@ -138,7 +138,7 @@ import Testing
         Case(name: "malformed private key", run: { s in
                  let path = try s.write("bad.key", "not a key\n", mode: 0o600)
                  return (["publish", s.seed.manifestURL.path, "--channel", s.path("channel"), "--private-key", path], nil, path)
-             }, phrase: "not a key: expected one line of base64 of a 32-byte Ed25519 key; give the file reseed keygen wrote"),
+             }, phrase: "not a key: expected one line of base64 of a 32-byte Ed25519 key, after reseed-public-key-ed25519 or reseed-private-key-ed25519; give the file reseed keygen wrote"),
         Case(name: "malformed public key", run: { s in
                  let path = try s.write("bad.pub", "not a key either\n")
                  return (["update", "--channel", "http://127.0.0.1:1/", "--public-key", path, "--seed", s.seed.manifestURL.path, "--data-dir", s.path("data")], nil, path)

@@ -37,7 +37,7 @@ import Testing
         #expect(mode == 0o600)
         let publicText = try String(contentsOf: publicKey, encoding: .utf8)
         #expect(publicText.hasSuffix("\n") && publicText.split(separator: "\n").count == 1)
-        #expect(try jsonObject(made.stdout)["publicKeyBase64"] as? String == publicText.trimmingCharacters(in: .newlines))
+        #expect(try "reseed-public-key-ed25519 " + #require(jsonObject(made.stdout)["publicKeyBase64"] as? String) + "\n" == publicText)
         #expect(try ChannelPrivateKey(contentsOf: privateKey).publicKey == ChannelPublicKey(contentsOf: publicKey))
         let secret = try Data(contentsOf: privateKey)
 

@@ -88,6 +88,7 @@ import Testing
         #expect(SeedVersion("2.1.0-rc.10").isNewer(than: SeedVersion("2.1.0-rc.2")))
         #expect(!SeedVersion("2.1.0+b").isNewer(than: SeedVersion("2.1.0+a")))
         #expect(!SeedVersion("2.1.0").isNewer(than: SeedVersion("2.1.0")))
-        #expect(!SeedVersion("10").isNewer(than: SeedVersion("9")), "a version that is not SemVer is never newer")
+        #expect(SeedVersion("10").isNewer(than: SeedVersion("9")), "dotted numbers compare as numbers")
+        #expect(!SeedVersion("2026-autumn").isNewer(than: SeedVersion("2026-spring")), "a version outside the grammar is never newer")
     }
 }

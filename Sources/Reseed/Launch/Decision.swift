@@ -88,8 +88,8 @@ package enum Decision: Sendable, Hashable {
     /// Decides what to do with the store from what was `found`.
     ///
     /// Up to date: the recorded version is the offered one and the store starts with the SQLite
-    /// header. A bundled seed leaves a recorded download alone unless it is newer by SemVer
-    /// precedence (or the store is missing or not SQLite). A downloaded seed is always installed
+    /// header. A bundled seed leaves a recorded download alone unless it is newer by
+    /// ``SeedVersion``'s order (or the store is missing or not SQLite). A downloaded seed is always installed
     /// from its verified bytes when its version is not the recorded one.
     static func decide(_ found: Found) -> Decision {
         let (version, recorded, store) = (found.version, found.recorded, found.store)

@@ -155,7 +155,7 @@ struct Installation {
         return (outcome, nil)
     }
 
-    /// Upgrade or downgrade from `previous` to the offered seed, when both parse as SemVer.
+    /// Upgrade or downgrade from `previous` to the offered seed, when both can be ordered.
     private func change(from previous: String?) -> SeedVersion.Change? {
         previous.flatMap { SeedVersion(manifest.version).change(from: SeedVersion($0)) }
     }

@@ -53,7 +53,7 @@ public struct LaunchOutcome: Sendable, Hashable, Codable {
     public var source: SeedSource = .bundle
     /// The version recorded before this launch, if any.
     public var previousVersion: String?
-    /// Upgrade or downgrade, when a recorded version was replaced and both parse as SemVer.
+    /// Upgrade or downgrade, when a recorded version was replaced and both can be ordered (see ``SeedVersion``).
     public var change: SeedVersion.Change?
     /// The live store file.
     public var storeURL: URL

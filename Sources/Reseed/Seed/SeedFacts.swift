@@ -11,7 +11,7 @@
 public struct SeedFacts: Sendable, Hashable {
     /// The store name; the live store is `<name>.sqlite` in the data directory.
     public var name: String
-    /// The seed version (SemVer when it parses as such).
+    /// The seed version (ordered when it is SemVer or dotted numbers; see ``SeedVersion``).
     public var version: String
     /// The seed's file name, beside the manifest or in the channel folder: a plain name, never a path.
     public var file: String

@@ -3,7 +3,7 @@
 /// A store installed by the ``Launcher`` holds the bundled seed; one installed by a
 /// ``ChannelUpdater`` or a ``LiveStore/replace(with:)`` holds a download. The source
 /// decides what a later launch does with a bundled seed of another version: it replaces a
-/// downloaded seed only when it is newer by SemVer precedence (an app update that ships
+/// downloaded seed only when it is newer by ``SeedVersion``'s order (an app update that ships
 /// fresher data) or the downloaded store is unusable; it replaces a bundled seed whenever
 /// the versions differ.
 ///

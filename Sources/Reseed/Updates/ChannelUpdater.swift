@@ -15,7 +15,7 @@ import ReseedSystem
 ///    `channel.json.sig` does not verify with a listed, unexpired channel key (after reading the pair
 ///    once more, in case a publish was halfway), one signed by a key root removed, one whose
 ///    `expires` has passed, one for another store, one that needs a newer
-///    Reseed, and one that is not newer by SemVer precedence than the installed seed, or older
+///    Reseed, and one that is not newer (``SeedVersion``'s order) than the installed seed, or older
 ///    than the version the store file itself records (its `reseed_metadata` table: a floor that
 ///    survives lost preferences), unless ``Configuration/allowsDowngrade`` or root removed the key
 ///    that signed the installed release (``Outcome/revokedKeyID``);
@@ -62,7 +62,7 @@ public struct ChannelUpdater: Sendable {
         public var lowSpeedTime: Duration = .seconds(60)
         /// Installs a channel's seed that is older than the installed one (as the preferences
         /// record it, or as the store file records it in its metadata), or whose version
-        /// cannot be ordered by SemVer. Default false: such an offer is refused.
+        /// cannot be ordered (see ``SeedVersion``). Default false: such an offer is refused.
         public var allowsDowngrade = false
         /// How far behind the device's clock may be: a manifest, or a channel key, is refused only
         /// once its expiry plus this allowance has passed. Default 5 minutes.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Reseed
 import ReseedSystem
@@ -39,12 +40,35 @@ public struct ChannelKeysEditor: Sendable {
         self.rootKey = rootKey
     }
 
+    /// Reads a channel key file to add or remove (`reseed keys --add`, `--remove`): a public key file
+    /// (`reseed-public-key-ed25519 <base64>`), or a bare base64 line, as `reseed keygen` wrote before it
+    /// marked key files, that its group or others may read.
+    ///
+    /// A bare line only its owner may read is refused: `reseed keygen` made private keys so, and
+    /// `keys.json` is read by everyone who reads the channel.
+    ///
+    /// - Throws: ``PackagingError`` (step ``PackagingError/Step/readKey``) naming the file:
+    ///   ``PackagingError/Code/invalidArgument`` when it is a private key file, a bare line only its
+    ///   owner may read, not a regular file or not a key; ``PackagingError/Code/io`` when it cannot be read.
+    public static func channelKey(contentsOf url: URL) throws(PackagingError) -> ChannelPublicKey {
+        let path = url.path
+        let file = try packaging(.readKey, path: path) { try ChannelKeyFile.read(url, expecting: .publicKey) }
+        if file.kind == nil, file.permissions & 0o077 == 0 {
+            throw PackagingError(.invalidArgument, step: .readKey, path: path, message:
+                "\(ChannelKeys.fileName) is read by everyone, and this file may be a private key: its line is bare base64, as reseed keygen wrote both kinds before it marked them, and only its owner may read it (mode \(String(file.permissions, radix: 8))), as a private key file",
+                advice: "give the public key file reseed keygen wrote (its line starts with \(ChannelKeyFile.Kind.publicKey.rawValue)); if this one is a public key, let others read it: chmod 644 '\(path)'")
+        }
+        return ChannelPublicKey(raw: file.raw)
+    }
+
     /// Applies `changes` to the folder's `keys.json` (an empty list when there is none), and writes it.
     ///
     /// - Returns: the `keys.json` written.
     /// - Throws: ``PackagingError`` (step ``PackagingError/Step/publish``): ``PackagingError/Code/invalidArgument``
     ///   when the current `keys.json` is not one, or not signed by ``rootKey``, when a removed key is
-    ///   added again, when a key to remove is not listed, or when the list would pass ``ChannelKeys/maximumKeys``;
+    ///   added again, when a key to remove is not listed, when one key is both added and removed, when a key to
+    ///   add or remove is in fact the private key of the root key or of a listed or removed key (its bytes would
+    ///   be published), or when the list would pass ``ChannelKeys/maximumKeys``;
     ///   ``PackagingError/Code/io``; ``PackagingError/Code/busy`` past ``lockTimeout``. The file is then as it was.
     @discardableResult
     public func apply(_ changes: [Change]) throws(PackagingError) -> ChannelKeys {
@@ -62,6 +86,7 @@ public struct ChannelKeysEditor: Sendable {
             }
             keys = current
         }
+        try checkPublicKeys(changes, against: keys, path: path)
         for change in changes {
             switch change {
             case .add(let key, let expires):
@@ -92,6 +117,35 @@ public struct ChannelKeysEditor: Sendable {
         let bytes = Array(keys.encoded(signed: signed).utf8)
         try packaging(.publish, path: path) { try directory.replaceAtomically(ChannelKeys.fileName, with: bytes) }
         return keys
+    }
+}
+
+extension ChannelKeysEditor {
+    /// Refuses a key both added and removed, and a key that is the private half of a key this
+    /// channel knows (the root key, a listed or a removed channel key): a bare base64 line cannot say
+    /// which kind it holds, but a private key is recognised by the public key it derives.
+    private func checkPublicKeys(_ changes: [Change], against keys: ChannelKeys, path: String) throws(PackagingError) {
+        let known = [("the root key", rootKey.publicKey)] + keys.keys.map { ("the channel key", $0.publicKey) } + keys.revoked.map { ("the removed channel key", $0) }
+        var added: Set<String> = [], removed: Set<String> = []
+        for change in changes {
+            let key: ChannelPublicKey
+            switch change {
+            case .add(let new, _): key = new; added.insert(new.keyID)
+            case .remove(let old): key = old; removed.insert(old.keyID)
+            }
+            if let bytes = Data(base64Encoded: key.base64),
+               let derived = try? Curve25519.Signing.PrivateKey(rawRepresentation: bytes).publicKey.rawRepresentation.base64EncodedString(),
+               let (role, match) = known.first(where: { $0.1.base64 == derived }) {
+                throw PackagingError(.invalidArgument, step: .publish, path: path, message:
+                    "the key to \(added.contains(key.keyID) ? "add" : "remove") (\(key.keyID.prefix(16))) is the private key of \(role) \(match.keyID.prefix(16)), and \(ChannelKeys.fileName) is read by everyone; nothing was written",
+                    advice: "give the public key file reseed keygen wrote beside it")
+            }
+        }
+        if let both = added.intersection(removed).sorted().first {
+            throw PackagingError(.invalidArgument, step: .publish, path: path, message:
+                "the channel key \(both.prefix(16)) is both added and removed in one run; nothing was written",
+                advice: "give it to --add or to --remove, not both")
+        }
     }
 }
 

@@ -27,23 +27,24 @@ public struct ChannelPrivateKey: Sendable {
         publicKey = ChannelPublicKey(raw: key.publicKey.rawRepresentation)
     }
 
-    /// Reads a private key file written by `reseed keygen` (one line of base64).
+    /// Reads a private key file written by `reseed keygen` (`reseed-private-key-ed25519 <base64>`,
+    /// or the bare base64 line of older files).
     ///
     /// Like `ssh`, refuses a key file that its group or others may read or write: the key
     /// signs what every copy of the app installs.
     ///
     /// - Throws: ``PackagingError`` (step ``PackagingError/Step/readKey``) naming the file:
-    ///   ``PackagingError/Code/invalidArgument`` when the file's mode lets the group or others
-    ///   read or write it (the message says to `chmod 600` it), when it is not a regular file,
-    ///   or not a key; ``PackagingError/Code/io`` when it cannot be read.
+    ///   ``PackagingError/Code/invalidArgument`` when it is a public key file, when the file's mode
+    ///   lets the group or others read or write it (the message says to `chmod 600` it, or, for a bare
+    ///   line, that it may be the public key), when it is not a regular file, or not a key;
+    ///   ``PackagingError/Code/io`` when it cannot be read.
     public init(contentsOf url: URL) throws(PackagingError) {
-        let text = try ChannelKeyFile.readPrivate(url)
-        let raw = try packaging(.readKey, path: url.path) { try ChannelKeyFile.decode(text, source: url.path) }
+        let raw = try ChannelKeyFile.readPrivate(url)
         do {
             self.init(try Curve25519.Signing.PrivateKey(rawRepresentation: raw))
         } catch {
             throw PackagingError(.invalidArgument, step: .readKey, path: url.path, message: "not an Ed25519 private key",
-                                 advice: ChannelKeyFile.advice)
+                                 advice: "give the file reseed keygen wrote")
         }
     }
 
@@ -58,7 +59,8 @@ public struct ChannelPrivateKey: Sendable {
         }
     }
 
-    /// Makes a new key pair and writes it: the private key file with mode 0600 whatever the
+    /// Makes a new key pair and writes it, each file's line marked with its kind
+    /// (`reseed-private-key-ed25519 <base64>`, `reseed-public-key-ed25519 <base64>`): the private key file with mode 0600 whatever the
     /// umask, the public one with 0644 less the umask, each written whole to a temporary file
     /// beside it, fsynced, and renamed into place without replacing a file there.
     ///
@@ -70,10 +72,11 @@ public struct ChannelPrivateKey: Sendable {
             throw PackagingError(.io, step: .writeKey, path: url.path, message: "refusing to overwrite an existing key file", errno: .fileExists)
         }
         let key = ChannelPrivateKey()
-        let secret = Array((key.raw.base64EncodedString() + "\n").utf8)
+        let secret = Array(ChannelKeyFile.Kind.privateKey.line(base64: key.raw.base64EncodedString()).utf8)
         try ChannelKeyFile.create(privateKeyFile, contents: secret, permissions: .ownerReadWrite, exactly: true)
         do {
-            try ChannelKeyFile.create(publicKeyFile, contents: Array((key.publicKey.base64 + "\n").utf8), permissions: .defaultFile, exactly: false)
+            try ChannelKeyFile.create(publicKeyFile, contents: Array(ChannelKeyFile.Kind.publicKey.line(base64: key.publicKey.base64).utf8),
+                                      permissions: .defaultFile, exactly: false)
         } catch {
             if let directory = try? FileSystem().openDirectory(privateKeyFile.deletingLastPathComponent(), create: false) {
                 _ = try? directory.remove(privateKeyFile.lastPathComponent)
@@ -87,42 +90,24 @@ public struct ChannelPrivateKey: Sendable {
 
 /// The key files only a publisher writes or reads: the private key, and a new pair's files.
 extension ChannelKeyFile {
-    /// Reads a private key file, refusing it unless it is a regular file only its owner may read or write.
-    static func readPrivate(_ url: URL) throws(PackagingError) -> String {
+    /// Reads a private key file, refusing it unless it is a regular file only its owner may read or
+    /// write, and not a public key file; returns the key's raw bytes.
+    static func readPrivate(_ url: URL) throws(PackagingError) -> Data {
         let path = url.path
-        let file: OwnedDescriptor
-        do {
-            // O_NONBLOCK: a FIFO must not block the open; it is refused below.
-            file = try OwnedDescriptor.open(path, .readOnly, options: .nonBlocking)
-        } catch {
-            throw PackagingError(.io, step: .readKey, path: path, message: "cannot open the private key", errno: error)
-        }
-        let info: FileStatus
-        do {
-            info = try file.status()
-        } catch {
-            throw PackagingError(.io, step: .readKey, path: path, message: "cannot examine the private key", errno: error)
-        }
-        guard info.kind == .regular else {
-            throw PackagingError(.invalidArgument, step: .readKey, path: path, message: "the private key is not a regular file", advice: ChannelKeyFile.advice)
-        }
-        let permissions = info.permissions.rawValue & 0o777
-        guard permissions & 0o077 == 0 else {
+        let file = try packaging(.readKey, path: path) { try read(url, expecting: .privateKey) }
+        guard file.permissions & 0o077 == 0 else {
+            let mode = String(file.permissions, radix: 8)
+            guard file.kind == .privateKey else {
+                // A bare line that others may read is as likely the public half given by mistake.
+                throw PackagingError(.invalidArgument, step: .readKey, path: path, message:
+                    "a private key must be readable by its owner only, and this file's mode is \(mode); its line is bare base64, as reseed keygen wrote both kinds before it marked them, so it may be the public key",
+                    advice: "if it is the public key, give the private key file reseed keygen wrote beside it; if it is the private key, make it private with: chmod 600 '\(path)'")
+            }
             throw PackagingError(.invalidArgument, step: .readKey, path: path, message:
-                "the private key file's mode is \(String(permissions, radix: 8)): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs",
+                "the private key file's mode is \(mode): its group or others may read or write it, and whoever reads it can sign what every copy of the app installs",
                 advice: "make it private with: chmod 600 '\(path)'")
         }
-        let bytes: [UInt8]
-        do {
-            bytes = try file.read(count: maximumSize + 1, at: 0)
-        } catch {
-            throw PackagingError(.io, step: .readKey, path: path, message: "cannot read the private key", errno: error)
-        }
-        guard bytes.count <= maximumSize else {
-            throw PackagingError(.invalidArgument, step: .readKey, path: path, message: "not a key file: a key file is one short line; this one is over \(maximumSize) bytes",
-                                 advice: ChannelKeyFile.advice)
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return file.raw
     }
 
     /// Writes `url` durably with `permissions` (less the umask unless `exactly`), never replacing a file

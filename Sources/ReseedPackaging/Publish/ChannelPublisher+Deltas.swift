@@ -19,15 +19,35 @@ extension ChannelPublisher {
         var message: String
     }
 
-    /// The releases the current `channel.json` offered (its seed, then the starting points of its
-    /// deltas), newest first, without the version being published. A folder without a manifest,
-    /// or with one that does not parse, has none: the publish then offers no delta.
-    func previousReleases(of manifest: ChannelManifest, in directory: Directory) -> [EarlierRelease] {
+    /// The manifest the folder's `channel.json` offers now; nil when there is none, or one that does not parse.
+    func currentManifest(in directory: Directory) -> ChannelManifest? {
         let path = directory.path(ChannelManifest.fileName)
         guard let file = try? FileSystem.openRegularFile(path),
               let bytes = try? file.read(count: ChannelManifest.maximumFileSize + 1, at: 0),
-              bytes.count <= ChannelManifest.maximumFileSize,
-              let previous = try? ChannelManifest.decode(bytes, source: path), previous.name == manifest.name else { return [] }
+              bytes.count <= ChannelManifest.maximumFileSize else { return nil }
+        return try? ChannelManifest.decode(bytes, source: path)
+    }
+
+    /// Refuses to publish `manifest` over the `current` one of the same store unless its version is newer
+    /// (``SeedVersion/isNewer(than:)``, the order devices install by) or ``allowsDowngrade``: a lower
+    /// version would roll the channel back, and devices that have the current one refuse it.
+    func checkNewer(_ manifest: ChannelManifest, than current: ChannelManifest?, in directory: Directory) throws(PackagingError) {
+        guard let current, current.name == manifest.name, current.version != manifest.version, !allowsDowngrade else { return }
+        let new = SeedVersion(manifest.version), offered = SeedVersion(current.version)
+        guard !new.isNewer(than: offered) else { return }
+        let why = new.isOrdered && offered.isOrdered
+            ? "\(new) is not newer, so publishing it would roll the channel back (devices that have \(offered) refuse it)"
+            : "\(new) cannot be ordered against it: a version is \(SeedVersion.grammar)"
+        throw PackagingError(.invalidArgument, step: .publish, path: directory.path(ChannelManifest.fileName), message:
+            "the channel offers \(current.name) \(offered); \(why)",
+            advice: "publish a higher version, or allow the downgrade on purpose (reseed publish --allow-downgrade)")
+    }
+
+    /// The releases `previous` (the current `channel.json`) offered (its seed, then the starting points
+    /// of its deltas), newest first, without the version being published. A folder without a manifest,
+    /// or with one that does not parse, has none: the publish then offers no delta.
+    func previousReleases(of manifest: ChannelManifest, after previous: ChannelManifest?) -> [EarlierRelease] {
+        guard let previous, previous.name == manifest.name else { return [] }
         let candidates = [(previous.version, previous.contentHash)] + previous.deltas.map { ($0.fromVersion, Optional($0.fromContentHash)) }
         var seen: Set<String> = [manifest.version]
         return candidates.compactMap { version, contentHash in

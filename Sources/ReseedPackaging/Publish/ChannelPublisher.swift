@@ -62,6 +62,11 @@ public struct ChannelPublisher: Sendable {
     public var privateKey: ChannelPrivateKey
     /// How many earlier versions get a delta to the new seed, newest first. Default 5; 0 publishes none.
     public var deltas = 5
+    /// Whether a seed whose version is not newer than the one the channel offers (by ``SeedVersion``'s
+    /// order, the one devices install by) may replace it. Default false: such a publish is refused, since
+    /// it would roll the channel back. Devices still refuse a lower version unless the release they have
+    /// was signed by a key since removed (see ``ChannelKeysEditor``) or their updater allows downgrades.
+    public var allowsDowngrade = false
     /// Whether the seed is also published gzip-compressed (clients then download that). Default true;
     /// a seed of data that does not compress (images, say) gains nothing from it.
     public var compresses = true
@@ -90,9 +95,14 @@ public struct ChannelPublisher: Sendable {
     ///   ``PackagingError/Code/invalidArgument`` when the channel holds another file under the seed's
     ///   name; ``PackagingError/Code/io``; ``PackagingError/Code/busy`` when another publish kept the
     ///   channel past ``lockTimeout``; ``PackagingError/Code/invalidArgument`` when the folder's `keys.json`
-    ///   does not list the signing key, or it has expired. The channel then still offers what it offered before.
+    ///   does not list the signing key, or it has expired; ``PackagingError/Code/invalidArgument`` when ``deltas`` is
+    ///   negative, or the seed's version is not newer than the one the channel offers and ``allowsDowngrade`` is false.
+    ///   The channel then still offers what it offered before.
     @discardableResult
     public func publish(_ seed: Seed) throws(PackagingError) -> Result {
+        guard deltas >= 0 else {
+            throw PackagingError(.invalidArgument, step: .publish, path: channel.path, message: "the number of deltas is \(deltas); it counts earlier releases, so it is 0 or more")
+        }
         let (directory, lock) = try Self.lock(channel, fileSystem: fileSystem, timeout: lockTimeout)
         defer { lock.release() }
         let now = Date()
@@ -100,7 +110,9 @@ public struct ChannelPublisher: Sendable {
 
         let file = ChannelManifest.seedFileName(name: seed.manifest.name, version: seed.manifest.version)
         var manifest = ChannelManifest(seed: seed.manifest, file: file)
-        let earlier = previousReleases(of: manifest, in: directory)
+        let current = currentManifest(in: directory)
+        try checkNewer(manifest, than: current, in: directory)
+        let earlier = previousReleases(of: manifest, after: current)
         let compressedFile = file + Codecs.written.fileSuffix
         try packaging(.publish, path: channel.path) {
             for name in [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile) {
