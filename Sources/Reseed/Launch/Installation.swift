@@ -41,7 +41,12 @@ struct Installation {
         // first 16 bytes (and its embedded version, only when nothing is recorded for a database in place).
         let (adoption, recorded, movedAside, state, user, entry) = try InstallPipeline.during(.prepare) { () throws(ReseedError) in
             let adoption = source == .bundle ? try adoptLegacyStore() : Adoption()
-            let (recorded, movedAside, entry) = try readPreferences()
+            var (recorded, movedAside, entry) = try readPreferences()
+            // A swap whose record a crash cut short: decide from, and record, what the store holds.
+            if let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entry, in: directory) {
+                recorded = try unrecorded.record(in: preferences, name: manifest.name, bundled: source == .bundle ? manifest.version : nil,
+                                                 userStore: recorded?.userStore, timeout: configuration.lockTimeout, logger: logger)
+            }
             if let expected, let now = recorded?.version, now != expected, now != manifest.version {
                 throw ReseedError(.channelRefused, step: .checkManifest, path: preferences.url.path, message:
                     "\(manifest.name) \(now) was installed while this update fetched \(manifest.version) over \(expected ?? "nothing"); not installed (the next update starts from \(now))")
@@ -182,11 +187,13 @@ struct Installation {
         var clearing: [PreferencesFile.Entry.Field] = configuration.userStore == nil ? [.userStore] : []
         if manifest.contentHash == nil { clearing.append(.contentHash) }
         if let installed {
-            if let incremental = manifest.incrementalContentHash, let fingerprint = installed.storeFingerprint {
-                changes += [.incrementalContentHash(incremental), .storeFingerprint(fingerprint)]
+            if let incremental = manifest.incrementalContentHash, installed.storeFingerprint != nil {
+                changes.append(.incrementalContentHash(incremental))
             } else {
-                clearing += [.incrementalContentHash, .storeFingerprint]
+                clearing.append(.incrementalContentHash)
             }
+            // The fingerprint always: a later launch tells by it that a swap's record was cut short (``UnrecordedInstall``).
+            if let fingerprint = installed.storeFingerprint { changes.append(.storeFingerprint(fingerprint)) } else { clearing.append(.storeFingerprint) }
         }
         return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
     }

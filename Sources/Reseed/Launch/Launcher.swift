@@ -156,15 +156,20 @@ public struct Launcher: Sendable {
         let manifest = try Seed(at: seedURL).manifest
         let (contents, entries) = try preferences.readEntries()
         let store: Decision.StoreState
+        var recorded = Installation.recorded(contents, entries, name: manifest.name)
         if let directory = try? FileSystem().openDirectory(dataDirectory, create: false) {
             store = try .judging(manifest.storeFileName, in: directory)
+            // A swap whose record a crash cut short: what the store holds, as a launch would record it.
+            if recorded != nil, let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entries[manifest.name], in: directory) {
+                recorded = unrecorded.recorded(bundled: manifest.version, userStore: recorded?.userStore)
+            }
         } else {
             store = .missing
         }
         let corrupt = if case .corrupt = contents { true } else { false }
         return Installation.decide(Decision.Found(
             name: manifest.name, version: manifest.version, source: .bundle,
-            recorded: Installation.recorded(contents, entries, name: manifest.name), store: store, preferencesMovedAside: corrupt),
+            recorded: recorded, store: store, preferencesMovedAside: corrupt),
             storePath: dataDirectory.appendingPathComponent(manifest.storeFileName).path)
     }
 

@@ -396,8 +396,19 @@ public struct ChannelUpdater: Sendable {
         let name = facts.name
         let (directory, lock) = try launcher.lockInDataDirectory(
             StoreLayout(store: name).updateLock, heldBy: "another update of the store '\(name)' is running")
-        let entry = (try? launcher.preferences.readEntries())?.entries[name]
+        var entry = (try? launcher.preferences.readEntries())?.entries[name]
         let storePath = directory.path(name + ".sqlite")
+        // A swap whose record a crash cut short: the update starts from what the store holds, recorded under the store's lock.
+        if facts.live == nil, UnrecordedInstall.find(name: name, entry: entry, in: directory) != nil {
+            let locked = try launcher.lockStore(named: name)
+            defer { locked.lock.release() }
+            if let unrecorded = UnrecordedInstall.find(name: name, entry: entry, in: directory) {
+                let recorded = try unrecorded.record(in: launcher.preferences, name: name, bundled: facts.bundled, userStore: entry?.userStore,
+                                                     timeout: launcher.configuration.lockTimeout, logger: launcher.configuration.logger)
+                entry?.version = recorded.version
+                entry?.contentHash = nil
+            }
+        }
         // Read through SQLite, read-only: no descriptor of ours can drop the locks of a connection
         // this process holds. A store that cannot be read has no floor; its install would replace it.
         var embedded: String?

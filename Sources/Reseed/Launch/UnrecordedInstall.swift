@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+import Logging
+import ReseedSystem
+
+/// A seed swapped in whose record a crash cut short: the store file holds another version than
+/// the preferences say.
+///
+/// Each install records the store file's fingerprint as its swap left it. A file in the store's
+/// place with another identity (device and inode: a rename put it there) was installed after the
+/// last record; when its metadata table names this store at another version than recorded, that
+/// version is what the store holds. A launch, `reseed status` and an update decide from it, and a
+/// launch and an update record it: the version, the source, the file's fingerprint; the content
+/// hashes, which no longer describe the file, are cleared (a later delta update takes the full seed once).
+///
+/// Nothing but a `stat` is read while the file is the one recorded: the up-to-date launch reads no
+/// database page.
+struct UnrecordedInstall: Sendable {
+    /// The name and version the store file's metadata table says.
+    var embedded: (name: String, version: String)
+    /// The store file's fingerprint now.
+    var fingerprint: String
+
+    /// Finds one for the store `name` in `directory`, whose preferences entry is `entry`.
+    static func find(name: String, entry: PreferencesFile.Entry?, in directory: Directory) -> UnrecordedInstall? {
+        let storeName = StoreLayout(store: name).storeFileName
+        guard let entry, let recorded = entry.version, let fingerprint = entry.storeFingerprint,
+              let found = try? directory.status(storeName), let status = found as FileStatus?, status.kind == .regular,
+              !fingerprint.hasPrefix("\(status.device):\(status.inode):"),
+              let embedded = embeddedMetadata(path: directory.path(storeName)),
+              embedded.name == name, embedded.version != recorded else { return nil }
+        return UnrecordedInstall(embedded: embedded, fingerprint: status.fingerprint)
+    }
+
+    /// The store's name and version, read through an immutable attachment: no lock taken, no `-wal`
+    /// or `-shm` made, nothing changed in the data directory (a launch that fails later leaves it as it
+    /// was). A seed's metadata table is written when it is built, never after, so its pages are in the file.
+    private static func embeddedMetadata(path: String) -> (name: String, version: String)? {
+        guard let queue = try? DatabaseQueue() else { return nil }
+        defer { try? queue.close() }
+        let values = try? queue.inDatabase { db -> [String: String] in
+            try Launcher.attachSeed(db, uri: Launcher.readOnlyURI(path), path: path)
+            let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(Launcher.seedSchema).\(SeedMetadata.tableName) WHERE key IN ('name', 'version')")
+            return Dictionary(rows.compactMap { row in (row["key"] as String?).flatMap { key in (row["value"] as String?).map { (key, $0) } } },
+                              uniquingKeysWith: { first, _ in first })
+        }
+        guard let name = values?["name"], let version = values?["version"] else { return nil }
+        return (name, version)
+    }
+
+    /// What the preferences should say: the embedded version, from the bundle when it is the
+    /// bundled version (`bundled`, when known), else from a download.
+    func recorded(bundled: String?, userStore: String?) -> Decision.Recorded {
+        Decision.Recorded(version: embedded.version, source: embedded.version == bundled ? .bundle : .download, userStore: userStore)
+    }
+
+    /// Records ``recorded(bundled:userStore:)`` for the store `name` in one write; returns it.
+    func record(in preferences: PreferencesFile, name: String, bundled: String?, userStore: String?, timeout: Duration, logger: Logger)
+        throws(ReseedError) -> Decision.Recorded
+    {
+        let recorded = recorded(bundled: bundled, userStore: userStore)
+        logger.warning("the store holds another version than recorded (an install cut short before its record); recording it", metadata: [
+            "store": "\(name)", "version": "\(recorded.version)", "source": "\(recorded.source.rawValue)",
+        ])
+        _ = try preferences.record([.version(recorded.version), .source(recorded.source), .storeFingerprint(fingerprint)], for: name,
+                                   clearing: [.contentHash, .incrementalContentHash], timeout: timeout, logger: logger)
+        return recorded
+    }
+}
