@@ -9,8 +9,8 @@ let bundledSeed = URL(fileURLWithPath: "SeedData")
 // snippet.show
 var migrator = DatabaseMigrator()
 migrator.registerMigration("incidents") { db in
-    // IF NOT EXISTS: the same migration serves a fresh install and a store whose incidents were imported.
-    try db.create(table: "incident", options: .ifNotExists) { t in
+    // Runs before the rows of an earlier single-file store are carried in: written as for a fresh install.
+    try db.create(table: "incident") { t in
         t.autoIncrementedPrimaryKey("id")
         t.column("reported_at", .datetime).notNull()
         t.column("category_id", .integer)   // a key of the seed's injury_category

@@ -195,7 +195,7 @@ extension ChannelSandbox {
         try bytes.write(to: url)
 
         let outcome = try await sandbox.updater(bundled).update()
-        try expectFullSeed(outcome, because: "SHA-256", offered: offered, in: sandbox)
+        try expectFullSeed(outcome, because: "the downloaded delta is", offered: offered, in: sandbox)
     }
 
     @Test func aDeltaTheServerDoesNotServeFallsBackToTheFullSeed() async throws {

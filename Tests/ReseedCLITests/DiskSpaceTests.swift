@@ -124,7 +124,10 @@ import Testing
         let offered = try sandbox.release("1.1.0", generation: 1)
         let delta = try #require(try sandbox.publish(offered, compressed: true).manifest.deltas.first)
         let before = try snapshot(sandbox)
-        let needed = 2 * delta.file.size + DiskSpace.deltaInstall(seedSize: offered.manifest.size, deltaSize: delta.file.size)
+        // The copy the delta is applied to is the installed store's, not the new seed's size.
+        let installedSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.size] as? Int64)
+        #expect(installedSize != offered.manifest.size)
+        let needed = 2 * delta.file.size + DiskSpace.deltaInstall(installedSize: installedSize, deltaSize: delta.file.size)
         let updater = ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey,
                                      launcher: launcher(bundled, in: sandbox, available: needed - 1).0)
 
@@ -172,8 +175,8 @@ import Testing
         #expect(DiskSpace.fullUpdate(downloadSize: 4, alreadyDownloaded: 0, seedSize: 10) == 14 + DiskSpace.margin)
         #expect(DiskSpace.fullUpdate(downloadSize: 4, alreadyDownloaded: 3, seedSize: 10) == 11 + DiskSpace.margin)
         #expect(DiskSpace.fullUpdate(downloadSize: 4, alreadyDownloaded: 9, seedSize: 10) == 10 + DiskSpace.margin)
-        #expect(DiskSpace.deltaInstall(seedSize: 10, deltaSize: 2) == 12 + DiskSpace.margin)
-        #expect(DiskSpace.deltaUpdate(deltaSize: 2, alreadyDownloaded: 0, seedSize: 10) == 16 + DiskSpace.margin)
-        #expect(DiskSpace.deltaUpdate(deltaSize: 2, alreadyDownloaded: 2, seedSize: 10) == 14 + DiskSpace.margin)
+        #expect(DiskSpace.deltaInstall(installedSize: 10, deltaSize: 2) == 12 + DiskSpace.margin)
+        #expect(DiskSpace.deltaUpdate(deltaSize: 2, alreadyDownloaded: 0, installedSize: 10) == 16 + DiskSpace.margin)
+        #expect(DiskSpace.deltaUpdate(deltaSize: 2, alreadyDownloaded: 2, installedSize: 10) == 14 + DiskSpace.margin)
     }
 }

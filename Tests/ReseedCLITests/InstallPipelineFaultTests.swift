@@ -148,7 +148,10 @@ struct InstallPipelineFaultTests {
             try database.close()
             #expect(check == "ok", "\(label)")
             if !entry.installsBundled {
-                #expect(launched.version == recorded, "\(label): the launch reports \(launched.version), the preferences recorded \(recorded ?? "nothing")")
+                // What the store holds, recorded by this launch when a crash cut the swap's record short.
+                #expect(launched.version == holds, "\(label): the launch reports \(launched.version), the store holds \(holds) (recorded \(recorded ?? "nothing"))")
+                let recordedNow = try sandbox.recorded().version
+                #expect(recordedNow == holds, "\(label): the launch left \(recordedNow ?? "nothing") recorded beside \(holds)")
                 #expect(try sandbox.storeContentHash() == hash, "\(label): the launch changed the store")
             }
 

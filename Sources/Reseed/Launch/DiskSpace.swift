@@ -8,10 +8,10 @@ import ReseedSystem
 /// - an install of a seed file (a launch, ``LiveStore/replace(with:)``, the install of a download):
 ///   the seed's database size (`manifest.size`, which a compressed seed decompresses to) for the
 ///   temp copy, plus ``margin``;
-/// - an install from a delta: the new seed's size for the copy the delta is applied to, plus the
-///   decompressed delta's size again for what the apply adds to that copy (it writes no journal,
-///   but the copy, the installed seed's pages, keeps the pages deleted rows free, where a fresh
-///   build of the new seed has none, and the rows the delta adds take new pages), plus ``margin``;
+/// - an install from a delta: the installed store's size (its file and its `-wal`, both copied) for
+///   the copy the delta is applied to, plus the decompressed delta's size again for what the apply
+///   adds to that copy (it writes no journal, but the copy keeps the pages deleted rows free, and
+///   the rows the delta adds take new pages), plus ``margin``;
 /// - a full update, before its download: what is missing of the download (its size less what a
 ///   partial file from a broken try already holds), plus the install's figure;
 /// - a delta update, before its download: what is missing of the delta's download, plus the delta's
@@ -33,8 +33,16 @@ struct DiskSpace: Sendable, Hashable {
     /// An install of a seed file: its temp copy.
     static func install(seedSize: Int64) -> Int64 { seedSize + margin }
 
-    /// An install from a delta of `deltaSize` decompressed bytes: the copy and what the apply adds to it.
-    static func deltaInstall(seedSize: Int64, deltaSize: Int64) -> Int64 { seedSize + deltaSize + margin }
+    /// An install from a delta of `deltaSize` decompressed bytes: the copy of the installed store
+    /// (`installedSize`, see ``installedSize(of:in:)``) and what the apply adds to it.
+    static func deltaInstall(installedSize: Int64, deltaSize: Int64) -> Int64 { installedSize + deltaSize + margin }
+
+    /// What a delta's copy of the installed store `storeFileName` writes: its file and its `-wal`.
+    static func installedSize(of storeFileName: String, in directory: Directory) throws(ReseedError) -> Int64 {
+        try during(.checkSpace, path: directory.path(storeFileName)) {
+            try [storeFileName, storeFileName + "-wal"].reduce(Int64(0)) { total, name in try total + (directory.status(name)?.size ?? 0) }
+        }
+    }
 
     /// A full update: the rest of the download, then its install.
     static func fullUpdate(downloadSize: Int64, alreadyDownloaded: Int64, seedSize: Int64) -> Int64 {
@@ -42,8 +50,8 @@ struct DiskSpace: Sendable, Hashable {
     }
 
     /// A delta update: the rest of the delta's download, its decompressed file, then its install.
-    static func deltaUpdate(deltaSize: Int64, alreadyDownloaded: Int64, seedSize: Int64) -> Int64 {
-        missing(deltaSize, alreadyDownloaded) + deltaSize + deltaInstall(seedSize: seedSize, deltaSize: deltaSize)
+    static func deltaUpdate(deltaSize: Int64, alreadyDownloaded: Int64, installedSize: Int64) -> Int64 {
+        missing(deltaSize, alreadyDownloaded) + deltaSize + deltaInstall(installedSize: installedSize, deltaSize: deltaSize)
     }
 
     private static func missing(_ size: Int64, _ have: Int64) -> Int64 { max(0, size - min(max(0, have), size)) }

@@ -36,7 +36,7 @@ extension Installation {
     }
 
     /// What the copy stage will write (see ``DiskSpace``): the seed's temp copy, or for a delta the
-    /// copy it is applied to and that transaction's journal, sized by the decompressed delta.
+    /// copy of the installed store it is applied to and what the apply adds, sized by the decompressed delta.
     func diskSpace(for source: InstallPipeline.Source) throws(ReseedError) -> DiskSpace {
         let seed = "\(manifest.name) \(manifest.version)"
         switch source {
@@ -44,7 +44,8 @@ extension Installation {
             return DiskSpace(purpose: "install \(seed)", needed: DiskSpace.install(seedSize: manifest.size))
         case .delta(let deltaPath):
             let deltaSize = try during(.checkSpace, path: deltaPath) { try FileSystem.openRegularFile(deltaPath).status().size }
-            return DiskSpace(purpose: "install \(seed) from a delta", needed: DiskSpace.deltaInstall(seedSize: manifest.size, deltaSize: deltaSize))
+            let installedSize = try DiskSpace.installedSize(of: storeName, in: directory)
+            return DiskSpace(purpose: "install \(seed) from a delta", needed: DiskSpace.deltaInstall(installedSize: installedSize, deltaSize: deltaSize))
         }
     }
 
@@ -182,9 +183,21 @@ extension Installation {
     }
 
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.
+    ///
+    /// A second name the store already has (an install killed between this link and its rename) is
+    /// taken again: the same file is never kept aside twice.
     private func keepStoreAside() throws(ReseedError) -> URL {
-        let name = StoreLayout(storeFileName: storeName).asideName()
-        try during(.replace, path: storePath) { try directory.link(storeName, to: name) }
+        let layout = StoreLayout(storeFileName: storeName)
+        let name = try during(.replace, path: storePath) { () throws -> String in
+            if let store = try directory.status(storeName), store.linkCount > 1 {
+                for other in try directory.names() where other.hasPrefix(layout.asidePrefix) {
+                    if let kept = try directory.status(other), kept.device == store.device, kept.inode == store.inode { return other }
+                }
+            }
+            let name = layout.asideName()
+            try directory.link(storeName, to: name)
+            return name
+        }
         logger.warning("kept the unusable store aside", metadata: ["at": "\(directory.path(name))"])
         return URL(fileURLWithPath: directory.path(name), isDirectory: false)
     }

@@ -38,14 +38,16 @@ extension ChannelUpdater {
     {
         let directory = context.directory
         let download = SeedDownload(
-            store: manifest.name, size: delta.file.size, sha256: delta.file.sha256, url: channelURL.appendingPathComponent(delta.file.file),
+            store: manifest.name, kind: "delta", size: delta.file.size, sha256: delta.file.sha256, url: channelURL.appendingPathComponent(delta.file.file),
             directory: directory, transfer: configuration.transfer(), progress: configuration.progress,
             keeping: manifest.offeredSHA256)
         // Before any byte: a disk too short for the delta is shorter still for the full seed, so this
         // failure is not the source's (no fallback).
-        let space = DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version) from a delta", needed: DiskSpace.deltaUpdate(
-            deltaSize: delta.file.size, alreadyDownloaded: download.alreadyDownloaded, seedSize: manifest.size))
-        try InstallPipeline.during(.checkSpace) { () throws(ReseedError) in try space.check(in: directory) }
+        try InstallPipeline.during(.checkSpace) { () throws(ReseedError) in
+            let installedSize = try DiskSpace.installedSize(of: StoreLayout(store: manifest.name).storeFileName, in: directory)
+            try DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version) from a delta", needed: DiskSpace.deltaUpdate(
+                deltaSize: delta.file.size, alreadyDownloaded: download.alreadyDownloaded, installedSize: installedSize)).check(in: directory)
+        }
         let downloaded: SeedDownload.Result
         do {
             downloaded = try await download.run()

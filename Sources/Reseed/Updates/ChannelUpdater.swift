@@ -302,7 +302,7 @@ public struct ChannelUpdater: Sendable {
         // checking the database's own size and SHA-256 there.
         let file = manifest.compressed ?? ChannelManifest.File(encoding: "identity", file: manifest.file, size: manifest.size, sha256: manifest.sha256)
         let download = SeedDownload(
-            store: manifest.name, size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
+            store: manifest.name, kind: manifest.compressed == nil ? "seed" : "compressed seed", size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
             directory: context.directory, transfer: configuration.transfer(), progress: configuration.progress,
             keeping: manifest.offeredSHA256)
         // Before any byte: the rest of the download and the install's temp copy must fit beside the store.

@@ -42,6 +42,8 @@ struct SeedDownload: Sendable {
         var store: String
         var size: Int64
         var sha256: String
+        /// What the file is, as a sentence names it: "seed", "compressed seed", "delta".
+        var kind: String
     }
 
     let manifest: Expected
@@ -55,9 +57,9 @@ struct SeedDownload: Sendable {
     var keeping: Set<String> = []
 
     /// A download of `file` (the manifest's seed, its compressed form or a delta) of the store `store`.
-    init(store: String, size: Int64, sha256: String, url: URL, directory: Directory, transfer: HTTPTransfer,
+    init(store: String, kind: String, size: Int64, sha256: String, url: URL, directory: Directory, transfer: HTTPTransfer,
          progress: (@Sendable (Int64, Int64) -> Void)?, keeping: Set<String> = []) {
-        self.manifest = Expected(store: store, size: size, sha256: sha256)
+        self.manifest = Expected(store: store, size: size, sha256: sha256, kind: kind)
         self.url = url
         self.directory = directory
         self.transfer = transfer
@@ -163,7 +165,7 @@ struct SeedDownload: Sendable {
         guard digest.bytes == manifest.size, digest.sha256 == manifest.sha256 else {
             removeFiles()
             throw ReseedError(.verificationFailed, step: .verify, path: partialPath, url: url, message:
-                "the downloaded seed is \(digest.bytes) bytes with SHA-256 \(digest.sha256); the signed channel manifest says \(manifest.size) bytes, \(manifest.sha256)")
+                "the downloaded \(manifest.kind) is \(digest.bytes) bytes with SHA-256 \(digest.sha256); the signed channel manifest says \(manifest.size) bytes, \(manifest.sha256)")
         }
     }
 
