@@ -184,19 +184,24 @@ extension Installation {
 
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.
     ///
-    /// A second name the store already has (an install killed between this link and its rename) is
-    /// taken again: the same file is never kept aside twice.
+    /// Its `-wal` gets the second name's `-wal` too (rows committed since the last checkpoint are
+    /// there: SQLite reads them with the file kept aside). A second name the store already has (an
+    /// install killed between this link and its rename) is taken again: the same file is never kept aside twice.
     private func keepStoreAside() throws(ReseedError) -> URL {
         let layout = StoreLayout(storeFileName: storeName)
         let name = try during(.replace, path: storePath) { () throws -> String in
+            var name: String?
             if let store = try directory.status(storeName), store.linkCount > 1 {
                 for other in try directory.names() where other.hasPrefix(layout.asidePrefix) {
-                    if let kept = try directory.status(other), kept.device == store.device, kept.inode == store.inode { return other }
+                    if let kept = try directory.status(other), kept.device == store.device, kept.inode == store.inode { name = other }
                 }
             }
-            let name = layout.asideName()
-            try directory.link(storeName, to: name)
-            return name
+            let aside = name ?? layout.asideName()
+            if name == nil { try directory.link(storeName, to: aside) }
+            if try directory.status(storeName + "-wal")?.kind == .regular, try directory.status(aside + "-wal") == nil {
+                try directory.link(storeName + "-wal", to: aside + "-wal")
+            }
+            return aside
         }
         logger.warning("kept the unusable store aside", metadata: ["at": "\(directory.path(name))"])
         return URL(fileURLWithPath: directory.path(name), isDirectory: false)

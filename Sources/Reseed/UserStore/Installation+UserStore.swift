@@ -127,9 +127,8 @@ extension Installation {
         guard state == .sqlite else { return .new }
         let path = directory.path(userStore.fileName)
         let objects = try during(.openUserStore, path: path) { () throws -> Int in
-            var configuration = launcher.poolConfiguration
-            configuration.readonly = true
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            // Not read-only: a hot journal an import killed midway left must be rolled back to read the store.
+            let queue = try DatabaseQueue(path: path, configuration: launcher.poolConfiguration)
             defer { try? queue.close() }
             return try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master") ?? 0 }
         }

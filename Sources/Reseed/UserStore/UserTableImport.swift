@@ -260,7 +260,7 @@ struct UserTableImport {
     private static func configuration(_ label: String) -> GRDB.Configuration {
         var configuration = GRDB.Configuration()
         configuration.label = label
-        configuration.readonly = true
+        // Not read-only: a hot journal a crash left must be rolled back to read the store at all.
         return configuration
     }
 }
