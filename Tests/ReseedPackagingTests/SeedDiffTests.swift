@@ -75,6 +75,20 @@ private let songsSchema = """
         #expect(diff.tables.isEmpty)
     }
 
+    /// Issue 32: names compare as SQLite compares them. A table and a column whose names changed
+    /// only in case are the same table and column: their rows are compared, nothing is removed or added.
+    @Test func aTableWhoseNameChangedCaseIsTheSameTable() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let diff = try scratch.diff(
+            old: "CREATE TABLE Songs(id INTEGER PRIMARY KEY, Title TEXT); INSERT INTO Songs VALUES (1, 'Blue'), (2, 'Green');",
+            new: "CREATE TABLE songs(id INTEGER PRIMARY KEY, title TEXT); INSERT INTO songs VALUES (1, 'Blue'), (2, 'Grey');")
+        #expect(diff.schema.map { "\($0.kind) \($0.type) \($0.name)" } == ["changed table songs", "changed column title"])
+        #expect(diff.schema.last?.detail == "name Title → title")
+        let songs = try table(diff, "songs")
+        #expect((songs.added, songs.removed, songs.changed) == (0, 0, 1))
+    }
+
     @Test func addedAndChangedColumnsAreReported() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }

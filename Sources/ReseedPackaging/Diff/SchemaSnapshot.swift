@@ -56,7 +56,7 @@ struct SchemaSnapshot {
 
     /// Tables, indexes, views and triggers, without Reseed's and SQLite's own.
     var objects: [Object]
-    /// The tables among ``objects``, by name.
+    /// The tables among ``objects``, keyed by their names as SQLite compares them (`String.sqlFolded`).
     var tables: [String: Table]
     /// `PRAGMA encoding`: it decides the byte order of text keys.
     var encoding: String
@@ -81,7 +81,8 @@ struct SchemaSnapshot {
             .map { Object(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"]) }
             .filter { !isExcluded($0.name) && !isExcluded($0.table) && !content.layout.contains($0.table.lowercased()) }
 
-        var tables: [String: Table] = [:]
+        /// The tables, keyed by their names as SQLite compares them (`String.sqlFolded`).
+    var tables: [String: Table] = [:]
         for row in try Row.fetchAll(db, sql: "PRAGMA main.table_list") {
             let name: String = row["name"] ?? ""
             let type: String = row["type"] ?? ""
@@ -91,7 +92,8 @@ struct SchemaSnapshot {
             // The columns of another module's table come from that module, which may not be loaded: its SQL says enough.
             let isVirtual = type == "virtual"
             let columns = isVirtual && !readable.contains(name) ? [] : try readColumns(db, table: name)
-            tables[name] = Table(name: name, columns: columns, isVirtual: isVirtual, readsThroughModule: readable.contains(name), hasRowid: !withoutRowid)
+            // Keyed as SQLite compares names: `Cat` in one release is `cat` in the next.
+            tables[name.sqlFolded] = Table(name: name, columns: columns, isVirtual: isVirtual, readsThroughModule: readable.contains(name), hasRowid: !withoutRowid)
         }
 
         let encoding = try String.fetchOne(db, sql: "PRAGMA main.encoding") ?? "UTF-8"
@@ -133,7 +135,7 @@ extension SchemaSnapshot {
     /// The objects and columns that differ from `old` to `new`, grouped by table, then by type and name.
     static func changes(from old: SchemaSnapshot, to new: SchemaSnapshot) -> [SeedDiff.SchemaChange] {
         typealias Change = SeedDiff.SchemaChange
-        func identity(_ object: Object) -> String { object.type + "\u{0}" + object.name }
+        func identity(_ object: Object) -> String { object.type + "\u{0}" + object.name.sqlFolded }
         let oldObjects = Dictionary(old.objects.map { (identity($0), $0) }, uniquingKeysWith: { first, _ in first })
         let newObjects = Dictionary(new.objects.map { (identity($0), $0) }, uniquingKeysWith: { first, _ in first })
 
@@ -155,7 +157,7 @@ extension SchemaSnapshot {
                     kind: .changed, type: type, table: owningTable(object), name: object.name,
                     oldSQL: before.sql, newSQL: object.sql))
             }
-            if type == .table, let oldTable = old.tables[object.name], let newTable = new.tables[object.name] {
+            if type == .table, let oldTable = old.tables[object.name.sqlFolded], let newTable = new.tables[object.name.sqlFolded] {
                 changes += columnChanges(from: oldTable, to: newTable)
             }
         }
@@ -168,15 +170,15 @@ extension SchemaSnapshot {
 
     private static func columnChanges(from old: Table, to new: Table) -> [SeedDiff.SchemaChange] {
         guard !old.isVirtual, !new.isVirtual else { return [] }
-        let oldColumns = Dictionary(old.columns.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let newColumns = Dictionary(new.columns.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let oldColumns = Dictionary(old.columns.map { ($0.name.sqlFolded, $0) }, uniquingKeysWith: { first, _ in first })
+        let newColumns = Dictionary(new.columns.map { ($0.name.sqlFolded, $0) }, uniquingKeysWith: { first, _ in first })
         var changes: [SeedDiff.SchemaChange] = []
-        for column in old.columns where newColumns[column.name] == nil {
+        for column in old.columns where newColumns[column.name.sqlFolded] == nil {
             changes.append(.init(
                 kind: .removed, type: .column, table: old.name, name: column.name, detail: definition(of: column)))
         }
         for column in new.columns {
-            guard let before = oldColumns[column.name] else {
+            guard let before = oldColumns[column.name.sqlFolded] else {
                 changes.append(.init(
                     kind: .added, type: .column, table: new.name, name: column.name, detail: definition(of: column)))
                 continue
@@ -202,6 +204,7 @@ extension SchemaSnapshot {
 
     private static func differences(from old: Column, to new: Column) -> String {
         var parts: [String] = []
+        if old.name != new.name { parts.append("name \(old.name) → \(new.name)") }
         if old.type != new.type { parts.append("type \(old.type.isEmpty ? "(none)" : old.type) → \(new.type.isEmpty ? "(none)" : new.type)") }
         if old.notNull != new.notNull { parts.append(new.notNull ? "NOT NULL added" : "NOT NULL removed") }
         if old.defaultSQL != new.defaultSQL { parts.append("default \(old.defaultSQL ?? "(none)") → \(new.defaultSQL ?? "(none)")") }

@@ -111,6 +111,6 @@ extension SeedDiff {
     }
 
     private static func hasColumn(_ column: String, of table: String, in db: Database) throws -> Bool {
-        try db.columns(in: table).contains { $0.name.caseInsensitiveCompare(column) == .orderedSame }
+        try db.columns(in: table).contains { $0.name.isSameSQLName(as: column) }
     }
 }

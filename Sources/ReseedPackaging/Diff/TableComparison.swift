@@ -32,6 +32,7 @@ struct TableComparison {
         var changes: [SeedDiff.TableChange] = []
         for name in new.tables.keys.sorted() {
             guard let newTable = new.tables[name], let oldTable = old.tables[name] else { continue }
+            let name = newTable.name
             // An FTS or R-tree table is compared through its module; another module's rows live in
             // its shadow tables, which are compared as tables.
             guard oldTable.isVirtual == oldTable.readsThroughModule, newTable.isVirtual == newTable.readsThroughModule else { continue }
@@ -57,17 +58,19 @@ struct TableComparison {
 
     /// Picks the key: the new primary key, else the old one, when its columns exist on both sides; else the rowid.
     static func plan(old: SchemaSnapshot.Table, new: SchemaSnapshot.Table) -> Result<Plan, NotComparable> {
-        let oldColumns = Set(old.columns.filter { $0.hidden == 0 }.map(\.name))
-        let newColumns = Set(new.columns.filter { $0.hidden == 0 }.map(\.name))
+        // Names as SQLite compares them: a column whose name changed case is the same column.
+        let oldColumns = Set(old.columns.filter { $0.hidden == 0 }.map(\.name.sqlFolded))
+        let newColumns = Set(new.columns.filter { $0.hidden == 0 }.map(\.name.sqlFolded))
         func common(excluding key: Set<String>) -> [String] {
-            new.columns.map(\.name).filter { oldColumns.contains($0) && newColumns.contains($0) && !key.contains($0) }
+            let key = Set(key.map(\.sqlFolded))
+            return new.columns.map(\.name).filter { oldColumns.contains($0.sqlFolded) && newColumns.contains($0.sqlFolded) && !key.contains($0.sqlFolded) }
         }
         func tieBreak(_ table: SchemaSnapshot.Table, key: [String]) -> String? {
             table.primaryKey == key && table.primaryKeyIsRowidAlias ? nil : table.rowidAlias
         }
 
         for key in [new.primaryKey, old.primaryKey] where !key.isEmpty {
-            guard key.allSatisfy({ oldColumns.contains($0) && newColumns.contains($0) }) else { continue }
+            guard key.allSatisfy({ oldColumns.contains($0.sqlFolded) && newColumns.contains($0.sqlFolded) }) else { continue }
             let quoted = key.map(\.quotedIdentifier)
             return .success(Plan(
                 keyNames: key, oldKey: quoted, newKey: quoted,
