@@ -138,7 +138,7 @@ enum UserStoreSchema {
         if let name = userTables.first(where: { seedNames.contains($0.sqlFolded) }) {
             if declared {
                 throw ReseedError(.userStoreConflict, step: .checkUserStore, path: seedPath,
-                                  message: "the user table '\(name)' declared for the user store is the seed's table '\(name)': copied, it would hide the seed's rows; declare only the app's own tables. Changed nothing")
+                                  message: "the user table '\(name)' declared for the user store is the seed's table '\(name)': copied, it would hide the seed's rows; declare only the app's own tables (nothing was changed)")
             }
             throw ReseedError(.userStoreConflict, step: .checkUserStore, path: userPath,
                               message: "the new seed has a table '\(name)', the name of the user store's table '\(name)', whose rows would hide the seed's; changed nothing")

@@ -174,7 +174,7 @@ struct UserTableImport {
         let targetColumns = Set(try Self.columns(target, schema: "main", db: db).map(\.sqlFolded))
         if let lacking = sourceColumns.first(where: { !targetColumns.contains($0.sqlFolded) }) {
             throw ReseedError(.userStoreConflict, step: .importUserTables, path: userPath, message:
-                "the user table '\(table)' of the store file \(storePath) has a column '\(lacking)' that the user store's table '\(target)' (made by the app's migrations) lacks, so its values would be lost; add the column in a migration. Changed nothing")
+                "the user table '\(table)' of the store file \(storePath) has a column '\(lacking)' that the user store's table '\(target)' (made by the app's migrations) lacks, so its values would be lost; add the column in a migration (nothing was changed)")
         }
         var columns = sourceColumns.map(\.quotedIdentifier)
         // The rowid too, where both tables have one that no column hides: an index or a trigger may refer to it.
