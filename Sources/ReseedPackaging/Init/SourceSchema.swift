@@ -46,7 +46,8 @@ struct SourceSchema {
     ///
     /// - Throws: ``PackagingError/Code/notImportable`` naming the table or object that cannot be
     ///   carried exactly: a Reseed table in a database that is not a seed (one without Reseed's
-    ///   metadata), a `CREATE` statement with a CR, rows that break a foreign key.
+    ///   metadata), a `CREATE` statement with a CR, rows that break a foreign key, a rowid table
+    ///   without an `INTEGER PRIMARY KEY` whose columns take the names `rowid`, `_rowid_` and `oid`.
     static func read(_ db: Database, path: String) throws(PackagingError) -> SourceSchema {
         try packaging(.importDatabase, path: path) {
             // A seed is recognised by its metadata, never by its application_id (which is the app's).
