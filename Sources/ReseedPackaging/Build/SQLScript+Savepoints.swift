@@ -63,7 +63,10 @@ struct OpenSavepoints {
                 tokens.append((text, true))
                 index = end + 1
             } else {
-                while end < bytes.count, isWordByte(bytes[end]), isWordByte(bytes[start]) { end += 1 }
+                // A word, or one byte of punctuation.
+                if isWordByte(bytes[start]) {
+                    while end < bytes.count, isWordByte(bytes[end]) { end += 1 }
+                }
                 tokens.append((Array(bytes[start..<end]), false))
                 index = end
             }
