@@ -179,4 +179,23 @@ import Testing
             #expect(!result.stderr.contains(text), "\(failure.name): '\(text)' in: \(result.stderr)")
         }
     }
+
+    /// A FIFO given to `diff`, as either seed: refused on what it is at once, as `verify` and `init`
+    /// refuse one. SQLite's own open of it waited for a writer forever.
+    @Test(arguments: [true, false])
+    func diffRefusesAFIFOAtOnce(asTheOldSeed: Bool) throws {
+        let sandbox = try Sandbox()
+        let fifo = sandbox.path("pipe.sqlite")
+        try #require(mkfifo(fifo, 0o644) == 0)
+        let arguments = ["diff"] + (asTheOldSeed ? [fifo, sandbox.database.path] : [sandbox.database.path, fifo])
+        let running = try ReseedBinary.start(arguments)
+        let watchdog = Watchdog(pid: running.process.processIdentifier)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { watchdog.fire() }
+        let result = running.wait()
+        watchdog.disarm()
+        #expect(!watchdog.fired, "reseed diff waited on the FIFO and was killed after 30 s")
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "reseed: \(fifo): cannot read the database: not a regular file (a FIFO); give the path of a SQLite database file\n")
+    }
 }

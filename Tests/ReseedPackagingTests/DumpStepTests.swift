@@ -164,13 +164,105 @@ import Testing
         #expect(error.message.hasPrefix("\(keyword) is not allowed in a .sql step"))
     }
 
-    @Test func rollbackToASavepointStaysAllowed() throws {
-        let sandbox = try MigrationsSandbox(["0001_data.sql": "CREATE TABLE t(a);\nSAVEPOINT s;\nINSERT INTO t VALUES(1);\nROLLBACK TO s;\nRELEASE s;\n"])
+    /// What `sqlite3 DATABASE ".read FILE"` leaves: the reference a `.sql` step's meaning is held to.
+    static func sqlite3(reading file: URL, into database: URL) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", database.path, ".read '\(file.path)'"]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+    }
+
+    @Test func savepointsRollBackAndReleaseAsInSQLite3() throws {
+        let script = """
+            CREATE TABLE t(a);
+            INSERT INTO t VALUES(1);
+            SAVEPOINT outer_one;
+            INSERT INTO t VALUES(2);
+            CREATE TABLE gone(x);
+            SAVEPOINT inner_one;
+            INSERT INTO t VALUES(3);
+            RELEASE inner_one;
+            ROLLBACK TO outer_one;
+            INSERT INTO t VALUES(4);
+            RELEASE SAVEPOINT outer_one;
+            SAVEPOINT kept;
+            INSERT INTO t VALUES(5);
+            SAVEPOINT undone;
+            UPDATE t SET a = a * 100;
+            ROLLBACK TRANSACTION TO SAVEPOINT undone;
+            RELEASE kept;
+
+            """
+        let sandbox = try MigrationsSandbox(["0001_data.sql": script, "0002_more.sql": "SAVEPOINT \"S p\";\nDELETE FROM t;\nROLLBACK TO 's p';\nINSERT INTO t VALUES(6);\nRELEASE [s P];\n"])
         let result = try sandbox.build()
-        let queue = try DatabaseQueue(path: result.seedURL.path)
-        defer { try? queue.close() }
-        // Accepted and run (what ROLLBACK TO undoes without a journal is SQLite's business).
-        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_schema WHERE name = 't'") } == 1)
+        let reference = sandbox.directory.appending("reference.sqlite")
+        try Self.sqlite3(reading: sandbox.migrations.appendingPathComponent("0001_data.sql"), into: reference)
+        try Self.sqlite3(reading: sandbox.migrations.appendingPathComponent("0002_more.sql"), into: reference)
+
+        let rows = try sandbox.read(result) { try Int.fetchAll($0, sql: "SELECT a FROM t ORDER BY rowid") }
+        #expect(rows == [1, 4, 5, 6])
+        #expect(try sandbox.read(result) { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_schema WHERE name = 'gone'") } == 0)
+        #expect(try ProjectImporterTests.snapshot(result.seedURL).filter { $0.key == "t" } == ProjectImporterTests.snapshot(reference))
+    }
+
+    /// sqlite3 undoes what follows a savepoint never released when the file ends (it ends the
+    /// transaction the savepoint began): the build would keep it, so it refuses the step.
+    @Test func aSavepointNeverReleasedNamesItsLine() throws {
+        let sql = "CREATE TABLE t(a);\nSAVEPOINT a;\nSAVEPOINT b;\nINSERT INTO t VALUES(1);\nRELEASE b;\nSAVEPOINT c;\nRELEASE a;\nSAVEPOINT \"d e\";\nINSERT INTO t VALUES(2);\n"
+        let sandbox = try MigrationsSandbox(["0001_data.sql": sql])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .sqlFailed)
+        #expect(error.path?.hasSuffix("Migrations/0001_data.sql") == true)
+        #expect(error.line == 8)
+        #expect(error.message.hasPrefix("SAVEPOINT d e is never released, so sqlite3 would undo everything after it"))
+        #expect(sandbox.outputFiles().isEmpty)
+        let reference = sandbox.directory.appending("reference.sqlite")
+        try Self.sqlite3(reading: sandbox.migrations.appendingPathComponent("0001_data.sql"), into: reference)
+        #expect(try ProjectImporterTests.snapshot(reference) == ["t": ["integer 1 | integer 1"]])
+
+        // Inside .dump's wrapper its COMMIT keeps what the savepoint holds, in sqlite3 as in the build.
+        try sandbox.write("0001_data.sql", "BEGIN TRANSACTION;\n" + sql + "COMMIT;\n")
+        let result = try sandbox.build()
+        #expect(try sandbox.read(result) { try Int.fetchAll($0, sql: "SELECT a FROM t ORDER BY a") } == [1, 2])
+    }
+
+    /// SQLite reads SQL text up to a NUL: the statements after one were dropped in silence.
+    @Test(arguments: [
+        ("CREATE TABLE t(a);\nINSERT INTO t VALUES(1);\u{0}INSERT INTO t VALUES(2);\nINSERT INTO t VALUES(3);\n", 2),
+        ("CREATE TABLE t(a);\n\nINSERT INTO t VALUES('a\u{0}b');\n", 3),
+        ("CREATE TABLE t(a);\nINSERT INTO t VALUES(X'61\u{0}62');\n", 2),
+        ("CREATE TABLE t(a); -- a comment\u{0}\nINSERT INTO t VALUES(1);\n", 1),
+        ("\u{FEFF}CREATE TABLE t(a);\r\nINSERT INTO t VALUES(1);\r\n\u{0}", 3),
+        // Beyond the first chunk the file is read in.
+        ("CREATE TABLE t(a);\n" + String(repeating: "INSERT INTO t VALUES('\(String(repeating: "x", count: 200))');\n", count: 8_000) + "\u{0}\n", 8_002),
+    ])
+    func aNULByteNamesTheFileAndLine(sql: String, line: Int) throws {
+        let sandbox = try MigrationsSandbox(["0001_data.sql": sql])
+        let error = try #require(buildError(sandbox))
+        #expect(error.code == .sqlFailed)
+        #expect(error.path?.hasSuffix("Migrations/0001_data.sql") == true)
+        #expect(error.line == line)
+        #expect(error.message.hasPrefix("a NUL byte, where SQLite would stop reading the step"))
+        #expect(sandbox.outputFiles().isEmpty)
+    }
+
+    /// `VACUUM INTO` on a read-only connection renumbers such a table's rows (SQLite 3.40.1).
+    @Test func rowidsOfATableWithACheckConstraintSurviveTheBuild() throws {
+        let sandbox = try MigrationsSandbox(["0001_data.sql": """
+            CREATE TABLE checked(x TEXT CHECK (x <> ''), y INTEGER, CONSTRAINT positive CHECK (y > 0));
+            INSERT INTO checked(rowid, x, y) VALUES (90, 'z', 1), (3, 'a', 2), (50, 'm', 3);
+            CREATE TABLE keyed(x TEXT PRIMARY KEY CHECK (length(x) < 10));
+            INSERT INTO keyed(rowid, x) VALUES (7, 'b'), (2, 'a');
+            """])
+        let result = try sandbox.build()
+        let rows = try sandbox.read(result) { db in
+            (try String.fetchAll(db, sql: "SELECT rowid || ':' || x FROM checked ORDER BY rowid"),
+             try String.fetchAll(db, sql: "SELECT rowid || ':' || x FROM keyed ORDER BY rowid"))
+        }
+        #expect(rows.0 == ["3:a", "50:m", "90:z"])
+        #expect(rows.1 == ["2:a", "7:b"])
     }
 
     @Test func aDumpWhoseRowsBreakAForeignKeyNamesThem() throws {

@@ -260,6 +260,78 @@ import Testing
         #expect(error.message.contains("table 'child': rowid 1 names a missing row of 'parent'"))
     }
 
+    /// Tables whose rowid is no column's (no alias) but is observable: an external-content FTS5
+    /// index keyed on it, a trigger that writes it, a CHECK constraint (which `VACUUM INTO` on a
+    /// read-only connection renumbers), columns that take some of its names.
+    @Test func rowidsThatAreNotAnAliasSurviveInitAndPackage() throws {
+        let project = try Project("""
+            CREATE TABLE doc(id INTEGER PRIMARY KEY DESC, body TEXT);
+            INSERT INTO doc VALUES (1, 'gone'), (2, 'gone'), (40, 'd'), (7, 'a b'), (12, 'c');
+            DELETE FROM doc WHERE body = 'gone';
+            CREATE VIRTUAL TABLE doc_rowid USING fts5(body, content='doc');
+            INSERT INTO doc_rowid(doc_rowid) VALUES ('rebuild');
+            CREATE TABLE keyed(id INTEGER PRIMARY KEY DESC, body TEXT);
+            INSERT INTO keyed VALUES (1, 'gone'), (40, 'd'), (7, 'a b');
+            DELETE FROM keyed WHERE body = 'gone';
+            CREATE VIRTUAL TABLE keyed_id USING fts5(body, content='keyed', content_rowid='id');
+            INSERT INTO keyed_id(keyed_id) VALUES ('rebuild');
+            CREATE TABLE plain(body TEXT);
+            INSERT INTO plain(rowid, body) VALUES (40, 'd'), (5, 'x y');
+            CREATE VIRTUAL TABLE plain_index USING fts5(body, content='plain');
+            INSERT INTO plain_index(plain_index) VALUES ('rebuild');
+            CREATE TABLE checked(x TEXT CHECK (x <> ''), n INT PRIMARY KEY);
+            INSERT INTO checked(rowid, x, n) VALUES (90, 'z', 1), (3, 'a', 2), (50, 'm', 3);
+            CREATE TABLE named("rowid" TEXT, oid TEXT, v);
+            INSERT INTO named(_rowid_, "rowid", oid, v) VALUES (9, 'r', 'o', 1), (3, 'r3', 'o3', 2);
+            CREATE TABLE audit(changed INTEGER);
+            CREATE TRIGGER plain_changed AFTER UPDATE ON plain BEGIN INSERT INTO audit VALUES (old.rowid); END;
+            """)
+        let before = try Self.snapshot(project.source)
+        func answers(_ url: URL) throws -> [String] {
+            let queue = try DatabaseQueue(path: url.path)
+            defer { try? queue.close() }
+            return try queue.write { db in
+                try db.execute(sql: "UPDATE plain SET body = body WHERE body = 'd'")
+                return try ["doc_rowid", "keyed_id", "plain_index"].map { index in
+                    try String.fetchAll(db, sql: "SELECT rowid || ':' || body FROM \(index) WHERE \(index) MATCH 'd'").joined(separator: ",")
+                } + [try String.fetchAll(db, sql: "SELECT changed FROM audit").joined(separator: ",")]
+            }
+        }
+
+        try project.initAndPackage()
+
+        #expect(try Self.snapshot(project.seed) == before)
+        let expected = ["3:d", "40:d", "40:d", "40"]
+        #expect(try answers(project.source) == expected)
+        #expect(try answers(project.seed) == expected)
+    }
+
+    @Test func aTableWhoseColumnsTakeEveryRowidNameIsRefused() throws {
+        let project = try Project("CREATE TABLE hidden(rowid, _rowid_, oid); CREATE TABLE fine(a); INSERT INTO fine VALUES (1);")
+        let before = try project.names()
+        let error = try #require(throws: PackagingError.self) { try project.importer().run() }
+        #expect(error.code == .notImportable)
+        #expect(error.path == project.source.path)
+        #expect(error.message.hasPrefix("table 'hidden' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY"))
+        #expect(try project.names() == before)
+        // With an INTEGER PRIMARY KEY the rowid is that column: carried.
+        let keyed = try Project("CREATE TABLE hidden(id INTEGER PRIMARY KEY, rowid, _rowid_, oid); INSERT INTO hidden VALUES (40, 1, 2, 3);")
+        try keyed.initAndPackage()
+        #expect(try Self.snapshot(keyed.seed) == Self.snapshot(keyed.source))
+    }
+
+    /// A CSV file's first bytes U+FEFF are read as a byte order mark and dropped.
+    @Test func aFirstColumnNameThatStartsWithAByteOrderMarkIsCarried() throws {
+        let project = try Project("CREATE TABLE marked(\"\u{FEFF}name\" TEXT, n INTEGER); INSERT INTO marked VALUES ('a', 1), ('b', 2);")
+        let result = try project.initAndPackage()
+        let step = try #require(result.steps.first { $0.fileName.hasSuffix("_marked.sql") })
+        #expect(step.sqlBecause?.contains("U+FEFF") == true)
+        #expect(try Self.snapshot(project.seed) == Self.snapshot(project.source))
+        let queue = try DatabaseQueue(path: project.seed.path)
+        defer { try? queue.close() }
+        #expect(try queue.read { try String.fetchAll($0, sql: "SELECT name FROM pragma_table_info('marked')") } == ["\u{FEFF}name", "n"])
+    }
+
     @Test func foreignKeyCyclesShareOneDeferredStep() throws {
         let project = try Project("""
             CREATE TABLE a(id INTEGER PRIMARY KEY, b_id REFERENCES b(id));

@@ -114,13 +114,28 @@ struct SQLScript: ~Copyable {
     }
 
     /// Reads the next chunk into the buffer, normalised; at the end of the file, what the normaliser still holds.
+    ///
+    /// - Throws: ``PackagingError/Code/sqlFailed`` naming the line of a NUL byte.
     private mutating func read() throws(PackagingError) {
         let count = try step.read(file, into: chunk)
+        let before = buffer.count
         if count > 0 {
             normalizer.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<count])) { buffer.append(contentsOf: $0) }
         } else {
             normalizer.finish { buffer.append(contentsOf: $0) }
             atEnd = true
+        }
+        // SQLite reads SQL text up to its first NUL: whatever follows would be dropped without a word
+        // (sqlite3's shell drops the rest of the line). Refused wherever it is, before a statement of the chunk runs.
+        let nul: Int? = buffer.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > before, let hit = memchr(base + before, 0, bytes.count - before) else { return nil }
+            return base.distance(to: UnsafeRawPointer(hit))
+        }
+        if let nul {
+            throw PackagingError(.sqlFailed, step: .build, path: path, line: line + newlines(start..<nul), message: """
+                a NUL byte, where SQLite would stop reading the step: remove it, or write the character \
+                in a value as char(0) or in a blob literal such as X'00'
+                """)
         }
     }
 
@@ -139,7 +154,7 @@ struct SQLScript: ~Copyable {
     }
 
     /// The offset of the first byte that is neither whitespace nor inside a comment; nil when there is none.
-    private static func firstToken(_ bytes: [UInt8], _ range: Range<Int>) -> Int? {
+    static func firstToken(_ bytes: [UInt8], _ range: Range<Int>) -> Int? {
         var index = range.lowerBound
         while index < range.upperBound {
             let byte = bytes[index]
@@ -173,7 +188,10 @@ extension SQLScript {
     /// `INSERT INTO sqlite_sequence …`, `ANALYZE sqlite_schema;` and `INSERT INTO sqlite_stat1 …`, and
     /// the `PRAGMA writable_schema=ON;` … `INSERT INTO sqlite_schema …` of a virtual table. Any other
     /// `BEGIN`, `COMMIT`, `END` or `ROLLBACK` (but `ROLLBACK TO` a savepoint) is an error naming the
-    /// file and line: a step runs inside the build's own transaction. Statements run as they are
+    /// file and line: a step runs inside the build's own transaction. `SAVEPOINT`, `RELEASE` and
+    /// `ROLLBACK TO` run as in `sqlite3` (the build keeps a rollback journal); a savepoint still open
+    /// at the end of a file without the wrapper is an error naming its line, since `sqlite3` would
+    /// undo what followed it where the build would keep it. Statements run as they are
     /// read, so one that breaks these rules after others ran fails the step, whose transaction the
     /// caller rolls back.
     ///
@@ -186,6 +204,7 @@ extension SQLScript {
         var wrapperBegin: Statement?
         // A `COMMIT;` after the wrapper's BEGIN: the wrapper's end if nothing follows it.
         var heldCommit: Statement?
+        var savepoints = OpenSavepoints()
         func notAllowed(_ statement: Statement, _ keyword: String) -> PackagingError {
             PackagingError(.sqlFailed, step: .build, path: path, line: statement.line, message: """
                 \(keyword) is not allowed in a .sql step: each step runs inside the build's own transaction \
@@ -194,7 +213,8 @@ extension SQLScript {
         }
         /// `following`: a statement after this one that was read already.
         func perform(_ statement: Statement, followedBy following: Statement? = nil) throws {
-            if let keyword = Self.transactionKeyword(statement.sql) {
+            let words = Self.leadingWords(statement.sql, 3)
+            if let keyword = Self.transactionKeyword(words) {
                 guard let begin = wrapperBegin else { throw notAllowed(statement, keyword) }
                 // Whether the wrapper is one shows only at the end: when the file does not end with its
                 // COMMIT, the wrapper's BEGIN is the first statement not allowed.
@@ -202,8 +222,9 @@ extension SQLScript {
                 while let more = try next() { last = more }
                 throw last.map { Self.compact($0.sql) == "COMMIT;" } == true ? notAllowed(statement, keyword) : notAllowed(begin, "BEGIN")
             }
-            if Self.leadingWords(statement.sql, 2) == ["PRAGMA", "WRITABLE_SCHEMA"] { writesSchema = true }
+            if words.prefix(2) == ["PRAGMA", "WRITABLE_SCHEMA"] { writesSchema = true }
             try execute(statement)
+            savepoints.record(statement, words: words)
         }
         while let statement = try next() {
             defer { index += 1 }
@@ -233,6 +254,13 @@ extension SQLScript {
         }
         if let pragma = heldPragma { try perform(pragma) }
         if let begin = wrapperBegin, heldCommit == nil { try perform(begin) }
+        // Inside the wrapper its COMMIT keeps what an open savepoint holds, in sqlite3 as here.
+        if wrapperBegin == nil, let open = savepoints.outermost {
+            throw PackagingError(.sqlFailed, step: .build, path: path, line: open.line, message: """
+                SAVEPOINT \(excerpt(open.name)) is never released, so sqlite3 would undo everything after it when the \
+                file ends where the build would keep it: add RELEASE \(excerpt(open.name)) after the statements it guards
+                """)
+        }
         return writesSchema
     }
 
@@ -242,9 +270,9 @@ extension SQLScript {
         return String(sql.uppercased().unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init))
     }
 
-    /// `BEGIN`, `COMMIT`, `END` or `ROLLBACK` when the statement starts a transaction or ends one; nil otherwise.
-    private static func transactionKeyword(_ sql: String) -> String? {
-        let words = leadingWords(sql, 3)
+    /// `BEGIN`, `COMMIT`, `END` or `ROLLBACK` when the statement (its ``leadingWords(_:_:)``)
+    /// starts a transaction or ends one; nil otherwise.
+    private static func transactionKeyword(_ words: [String]) -> String? {
         guard let first = words.first else { return nil }
         switch first {
         case "BEGIN", "COMMIT", "END":
@@ -261,7 +289,7 @@ extension SQLScript {
     /// The first `count` words of the statement's first 64 bytes, upper-cased: runs of ASCII
     /// letters and `_`. Read byte by byte (a dump has a statement per row: Unicode properties
     /// per character were a tenth of a large build).
-    private static func leadingWords(_ sql: String, _ count: Int) -> [String] {
+    static func leadingWords(_ sql: String, _ count: Int) -> [String] {
         var words: [String] = []
         var word: [UInt8] = []
         for byte in sql.utf8.prefix(64) {

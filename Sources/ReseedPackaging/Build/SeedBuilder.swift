@@ -8,10 +8,13 @@ import ReseedSystem
 /// Builds a seed from the steps of a `Migrations/` folder, reproducibly.
 ///
 /// The database is built in a temp file in the output folder with fast,
-/// unsafe settings (no journal except for CSV steps; no sync: the file is not
-/// live yet), page size 4096. Each step runs in its own
+/// unsafe settings (no sync: the file is not live yet), page size 4096. Each step runs in its own
 /// `BEGIN IMMEDIATE` transaction with foreign keys unenforced (a `sqlite3 .dump` writes
-/// children before their parents) and must leave `PRAGMA foreign_key_check` empty.
+/// children before their parents) and must leave `PRAGMA foreign_key_check` empty. A rollback
+/// journal in a file lets a statement roll back whole (a CSV step's rows, see `CSVLoader`) and a
+/// `.sql` step's `SAVEPOINT` … `ROLLBACK TO` undo what it did, as in `sqlite3`; pages the step adds
+/// to the file are not journaled, so loading new rows costs it little, and a step that rewrites a
+/// large table cannot fill memory with its old pages.
 /// Then `integrity_check` and `foreign_key_check`, the metadata tables, the header's
 /// `user_version` and `application_id` (what the steps left, unless ``userVersion`` or
 /// ``applicationID`` say otherwise), `ANALYZE` when ``analyze`` is set (else the statistics the
@@ -165,7 +168,7 @@ public struct SeedBuilder: Sendable {
             if let lengthLimit { _ = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, lengthLimit) }
             try db.execute(sql: """
                 PRAGMA page_size = 4096;
-                PRAGMA journal_mode = OFF;
+                PRAGMA journal_mode = DELETE;
                 PRAGMA synchronous = OFF;
                 PRAGMA locking_mode = EXCLUSIVE;
                 PRAGMA temp_store = MEMORY;
@@ -198,7 +201,7 @@ public struct SeedBuilder: Sendable {
                     if analyze { try db.execute(sql: "ANALYZE") }
                 }
                 try queue.close()
-                // CSV steps' journal: in exclusive locking mode SQLite keeps the file (its header zeroed).
+                // The steps' journal: in exclusive locking mode SQLite keeps the file (its header zeroed).
                 _ = try directory.remove(work + "-journal")
             }
         } catch {
@@ -213,13 +216,21 @@ public struct SeedBuilder: Sendable {
             configuration.label = "reseed.build.check"
             return configuration
         }()
+        // VACUUM INTO on a read-only connection gives new rowids to the rows of a table with a CHECK
+        // constraint and no INTEGER PRIMARY KEY (SQLite 3.40.1), where a read-write one keeps them:
+        // the compactor opens the file read-write, and only reads it.
+        let compacting = {
+            var configuration = Configuration()
+            configuration.label = "reseed.build.compact"
+            return configuration
+        }()
         try packaging(.build, path: path) {
             _ = try concurrently({
                 let checker = try DatabaseQueue(path: path, configuration: readOnly)
                 defer { try? checker.close() }
                 try checker.read { try Self.check($0, path: path, after: nil) }
             }, {
-                let compactor = try DatabaseQueue(path: path, configuration: readOnly)
+                let compactor = try DatabaseQueue(path: path, configuration: compacting)
                 defer { try? compactor.close() }
                 try compactor.writeWithoutTransaction { db in
                     // The copy is fsynced once, by the caller, when it is complete.
@@ -237,12 +248,6 @@ public struct SeedBuilder: Sendable {
         let limits = self.limits
         try packaging(.build, path: path) {
             try queue.writeWithoutTransaction { db in
-                // A CSV step needs statements that roll back whole (see `CSVLoader`): a rollback
-                // journal, which costs little there (pages added to the file are not journaled), in a
-                // file so that loading into a large table cannot fill memory with its old pages.
-                // Other steps run without one: a failed step fails the build, the file is discarded.
-                if step.kind == .csv { try db.execute(sql: "PRAGMA journal_mode = DELETE") }
-                defer { if step.kind == .csv { try? db.execute(sql: "PRAGMA journal_mode = OFF") } }
                 let written = WrittenTables()
                 db.add(transactionObserver: written, extent: .observerLifetime)
                 defer { db.remove(transactionObserver: written) }

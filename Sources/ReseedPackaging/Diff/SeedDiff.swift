@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 import SystemPackage
 
 /// What changed between two releases of a seed: schema objects, columns, and rows.
@@ -232,7 +233,7 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         return try Seed(at: url).databaseFile()
     }
 
-    /// Opens `url` read-only; fails naming it when it is missing, a folder or not a database.
+    /// Opens `url` read-only; fails naming it when it is missing, a folder, not a regular file or not a database.
     static func openReadOnly(_ url: URL) throws -> DatabaseQueue {
         let path = url.path
         guard url.isFileURL else { throw Failure.make(path: url.absoluteString, message: "not a file URL") }
@@ -244,6 +245,14 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         }
         guard status.type != .directory else {
             throw PackagingError(.io, step: .diff, path: path, message: "is a directory, not a database file", errno: .isDirectory)
+        }
+        // SQLite's own open of a FIFO waits for a writer forever: the file is first opened as
+        // `init` and `verify` open theirs, without blocking, and refused unless it is a regular file.
+        do {
+            _ = try FileSystem.openRegularFile(path)
+        } catch {
+            throw PackagingError(.invalidArgument, step: .diff, path: path, message: "cannot read the database" + (error.reason.map { ": " + $0 } ?? ""),
+                                 errno: error.errno, advice: "give the path of a SQLite database file")
         }
 
         var configuration = Configuration()

@@ -15,7 +15,11 @@ import SystemPackage
 ///   query (`MATCH`, `bm25()`, `highlight()`, range queries) answers as it does there;
 /// - one data step per table that has rows, parents before children (by foreign key), else by
 ///   name: `NNNN_table.csv` where CSV carries every value exactly (its storage type included,
-///   which the column's affinity decides for CSV), else `NNNN_table.sql` of `INSERT`s. Tables whose
+///   which the column's affinity decides for CSV), else `NNNN_table.sql` of `INSERT`s. A rowid
+///   table keeps its rowids: a CSV step's rows are numbered 1, 2, 3…, so a table whose rowids are
+///   not, and that no `INTEGER PRIMARY KEY` carries (`INTEGER PRIMARY KEY DESC` does not), is
+///   written as `INSERT`s that name them; so is a table whose first column's name starts with
+///   U+FEFF (a CSV file's first bytes, read as a byte order mark). Tables whose
 ///   foreign keys form a cycle, or name their own rows, share one `.sql` step with foreign keys
 ///   checked at its end;
 /// - `sqlite_sequence.sql`: the AUTOINCREMENT counters, when there are any;
@@ -86,7 +90,7 @@ public struct ProjectImporter: Sendable {
     ///
     /// - Throws: ``PackagingError`` (step ``PackagingError/Step/importDatabase``): ``PackagingError/Code/alreadyExists`` naming `reseed.json` or
     ///   `Migrations/` when either is there and ``force`` is false; ``PackagingError/Code/notImportable`` naming what cannot
-    ///   be carried; `invalidArgument` for a bad name or version, or a source that is not a
+    ///   be carried (such as a table whose columns named `rowid`, `_rowid_` and `oid` hide its rowids); `invalidArgument` for a bad name or version, or a source that is not a
     ///   regular file holding a SQLite database.
     public func run() throws(PackagingError) -> Result {
         guard SeedManifest.isValidStoreName(name) else {

@@ -15,8 +15,9 @@ struct SourceSchema {
         /// The columns a row is written with: generated columns are left out (SQLite computes them).
         var columns: [Column]
         var hasRowid: Bool
-        /// Whether an `INTEGER PRIMARY KEY` column holds the rowid, so the rows carry it.
-        var rowidIsColumn: Bool
+        /// The `INTEGER PRIMARY KEY` column that holds the rowid (its alias), so the rows carry it; nil when there is none.
+        var rowidColumn: String?
+        var rowidIsColumn: Bool { rowidColumn != nil }
         /// The tables this one's foreign keys name (other than itself), lowercased.
         var parents: Set<String>
         var referencesItself: Bool
@@ -45,7 +46,8 @@ struct SourceSchema {
     ///
     /// - Throws: ``PackagingError/Code/notImportable`` naming the table or object that cannot be
     ///   carried exactly: a Reseed table in a database that is not a seed (one without Reseed's
-    ///   metadata), a `CREATE` statement with a CR, rows that break a foreign key.
+    ///   metadata), a `CREATE` statement with a CR, rows that break a foreign key, a rowid table
+    ///   without an `INTEGER PRIMARY KEY` whose columns take the names `rowid`, `_rowid_` and `oid`.
     static func read(_ db: Database, path: String) throws(PackagingError) -> SourceSchema {
         try packaging(.importDatabase, path: path) {
             // A seed is recognised by its metadata, never by its application_id (which is the app's).
@@ -91,7 +93,7 @@ struct SourceSchema {
                     let values = ["table", name, owner].map { ValueText.sqlText(Array($0.utf8)) } + ["0", ValueText.sqlText(Array(sql.utf8))]
                     schema.creation.append("INSERT INTO sqlite_schema(type, name, tbl_name, rootpage, sql) VALUES(\(values.joined(separator: ", ")))")
                 case "table":
-                    let table = try table(name, sql: sql, strict: strict[lowered] ?? false, db)
+                    let table = try table(name, sql: sql, strict: strict[lowered] ?? false, db, path: path)
                     schema.tables.append(table)
                     schema.creation.append(sql)
                 case "index", "view", "trigger":
@@ -122,11 +124,23 @@ struct SourceSchema {
         }
     }
 
-    private static func table(_ name: String, sql: String, strict: Bool, _ db: Database) throws -> Table {
+    private static func table(_ name: String, sql: String, strict: Bool, _ db: Database, path: String) throws -> Table {
         let columns = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?) ORDER BY cid", arguments: [name])
         let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? false
         let key = columns.filter { ($0["pk"] as Int? ?? 0) > 0 }
-        let rowidIsColumn = !withoutRowid && key.count == 1 && (key[0]["type"] as String? ?? "").uppercased() == "INTEGER"
+        // A one-column primary key is the rowid's alias unless SQLite gave it an index of its own:
+        // `INTEGER PRIMARY KEY DESC`, `INT PRIMARY KEY` and the like are ordinary keys beside a rowid.
+        let keyIndexes = try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_index_list(?) WHERE origin = 'pk'", arguments: [name]) ?? 0
+        let rowidColumn: String? = !withoutRowid && key.count == 1 && keyIndexes == 0 ? key[0]["name"] : nil
+        if !withoutRowid && rowidColumn == nil {
+            let names = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
+            if names.isSuperset(of: ["rowid", "_rowid_", "oid"]) {
+                throw PackagingError(.notImportable, step: .importDatabase, path: path, message: """
+                    table '\(excerpt(name))' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so no name \
+                    reaches its rowids and no step can carry them: rename one of those columns, or give the table an INTEGER PRIMARY KEY, first
+                    """)
+            }
+        }
         var parents = Set<String>()
         for row in try Row.fetchAll(db, sql: "SELECT DISTINCT \"table\" FROM pragma_foreign_key_list(?)", arguments: [name]) {
             if let parent: String = row["table"] { parents.insert(parent.lowercased()) }
@@ -137,7 +151,7 @@ struct SourceSchema {
             columns: columns.filter { ($0["hidden"] as Int? ?? 0) == 0 }.map {
                 Column(name: $0["name"] ?? "", affinity: Affinity(declaredType: $0["type"] ?? "", strict: strict))
             },
-            hasRowid: !withoutRowid, rowidIsColumn: rowidIsColumn, parents: parents, referencesItself: itself)
+            hasRowid: !withoutRowid, rowidColumn: rowidColumn, parents: parents, referencesItself: itself)
     }
 
     /// The tables in loading order, grouped where their foreign keys form a cycle: parents before

@@ -54,7 +54,10 @@ struct TableExport {
         let description = Self.description(for: tables.map(\.name))
         if tables.count == 1, let table = tables.first, !table.referencesItself {
             var reason = "its name is not letters, digits and _ (a CSV step's name is its table's)"
-            if Self.isStepName(table.name) {
+            if table.columns.first?.name.unicodeScalars.first == "\u{FEFF}" {
+                // The header is the file's first bytes, where a build reads U+FEFF as a byte order mark and drops it.
+                reason = "its first column's name starts with U+FEFF, which a CSV file's first bytes cannot carry"
+            } else if Self.isStepName(table.name) {
                 // Written as CSV until a value CSV cannot carry; then the file goes and SQL is written.
                 let file = try StepFile("\(number)_\(table.name).csv", in: directory)
                 guard let problem = try writeCSV(table, to: file) else {
@@ -106,12 +109,13 @@ struct TableExport {
     /// The rows in rowid (or primary key) order, with the rowid first when the rows do not carry it.
     private func select(_ table: SourceSchema.Table, rowid: String?) -> String {
         let columns = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedIdentifier)
-        let order = table.hasRowid ? " ORDER BY _rowid_" : ""
+        // By a name that reaches the rowid: a column may be named `_rowid_`.
+        let order = (table.rowidColumn?.quotedIdentifier ?? rowid).map { " ORDER BY \($0)" } ?? ""
         return "SELECT \(columns.joined(separator: ", ")) FROM main.\(table.name.quotedIdentifier)\(order)"
     }
 
-    /// A name that reaches the rowid of a table whose rows do not carry it; nil when no name does
-    /// (columns named rowid, _rowid_ and oid) or none is needed.
+    /// A name that reaches the rowid of a table whose rows do not carry it; nil when none is needed
+    /// (`SourceSchema` refuses a table whose columns take all three names).
     private func rowidName(_ table: SourceSchema.Table) -> String? {
         guard table.hasRowid, !table.rowidIsColumn else { return nil }
         let names = Set(table.columns.map { $0.name.lowercased() })
