@@ -9,7 +9,8 @@ import Testing
 /// or holding rows of its own; the app declares some of the tables in another case and order, its
 /// migrations make some of them, and the release adds or removes a seed table. After the first launch
 /// and each later one, every user row is in the user store or in a file kept aside, and the
-/// outcome's counts say where.
+/// outcome's counts say where; a later release that declares the tables left undeclared carries them
+/// out of the file kept aside.
 @Suite(.timeLimit(.minutes(10)))
 struct UserStoreFlowFuzzTests {
     static let cases = 60
@@ -132,6 +133,20 @@ struct UserStoreFlowFuzzTests {
                             == before.filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }, "\(label): the next launch changed the files")
             for (table, count) in rows where !strandedExpected.contains(table.sqlFolded) {
                 failures.check(try rowsIn(table, at: userURL) == count, "\(label): \(table) lost rows at the next launch")
+            }
+
+            // A later release declares every table of the old store, in yet another case: those left
+            // undeclared are carried out of the file kept aside, once; nothing else moves.
+            let everything = Launcher.UserStore(name: "items-user", migrator: migrator,
+                                                userTables: declared + rows.map { Self.recased($0.table, &random) })
+            let (later, carried) = try sandbox.launcher(seed) { $0.userStore = everything }.launch()
+            try later.close()
+            let undeclared = rows.filter { table, _ in !declared.contains { $0.isSameSQLName(as: table) } }
+            failures.check(Set(carried.importedTables.keys.map(\.sqlFolded)) == Set(undeclared.map(\.table.sqlFolded)),
+                           "\(label): the later release imported \(carried.importedTables), expected \(undeclared)")
+            for (table, count) in undeclared {
+                failures.check(try rowsIn(table, at: userURL) == count, "\(label): \(table) not carried out of the file kept aside")
+                failures.check(try aside.flatMap { try rowsIn(table, at: $0) } == count, "\(label): \(table) left the file kept aside")
             }
         }
         #expect(failures.count == 0, "\(failures.summary)")

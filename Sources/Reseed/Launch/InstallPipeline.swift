@@ -143,12 +143,12 @@ struct InstallPipeline: Sendable {
         return Swapped(keptAside: keptAside, storeFingerprint: (try? directory.status(installation.storeName))??.fingerprint)
     }
 
-    /// Records the new version (``Installation/recordVersion(installed:)``); `installed`: the store
-    /// swapped in just now, if one was.
+    /// Records the new version (``Installation/recordVersion(installed:also:)``), with `changes` in the
+    /// same write; `installed`: the store swapped in just now, if one was.
     ///
     /// - Returns: where corrupt preferences were moved aside, if they were.
-    func record(installed: Swapped?) throws(Failure) -> URL? {
-        try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion(installed: installed) }
+    func record(installed: Swapped?, also changes: [PreferencesFile.Change] = []) throws(Failure) -> URL? {
+        try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion(installed: installed, also: changes) }
     }
 
     /// Stage and swap, for a caller that has no connection on the store (a launch, an update of a

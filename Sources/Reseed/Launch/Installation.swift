@@ -53,7 +53,7 @@ struct Installation {
             }
             let state = try storeState()
             // With a user store: an unusable one kept aside, the user's tables copied out of the store.
-            let user = try prepareUserStore(recorded: recorded, storeState: state, from: pipelineSource)
+            let user = try prepareUserStore(recorded: recorded, entry: entry, storeState: state, from: pipelineSource)
             return (adoption, recorded, movedAside, state, user, entry)
         }
         // Step 2, decide.
@@ -65,7 +65,15 @@ struct Installation {
         var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside,
                                          keepingAside: !user.stranded.isEmpty)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
-        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped) {
+        // Tables of the user's left undeclared in the store file kept aside: a later release that declares
+        // them carries them. (A declared one left there because its user-store table holds other rows is not
+        // tried again: that would fail the same way.)
+        var stranded: [PreferencesFile.Change] = []
+        let undeclared = user.stranded.filter { table in !(configuration.userStore?.userTables ?? []).contains { $0.isSameSQLName(as: table) } }
+        if !undeclared.isEmpty, let kept = swapped?.keptAside {
+            stranded.append(.strandedIn(PreferencesFile.StrandedTables(file: kept.lastPathComponent, tables: undeclared)))
+        }
+        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped, also: stranded) {
             outcome.preferencesMovedAside = aside
         }
         user.report(in: &outcome)
@@ -179,8 +187,8 @@ struct Installation {
     /// When a store was `installed` just now, its incremental content hash and the store file's
     /// fingerprint as the swap left it are recorded too (or cleared, for a manifest without one): a
     /// later delta checks its result from the changed rows only while the file still has that fingerprint.
-    func recordVersion(installed: InstallPipeline.Swapped?) throws(ReseedError) -> URL? {
-        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)]
+    func recordVersion(installed: InstallPipeline.Swapped?, also: [PreferencesFile.Change] = []) throws(ReseedError) -> URL? {
+        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)] + also
         if let userStore = configuration.userStore { changes.append(.userStore(userStore.name)) }
         // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
         if let contentHash = manifest.contentHash { changes.append(.contentHash(contentHash)) }

@@ -13,7 +13,7 @@ extension PreferencesFile {
     struct Entry: Sendable, Equatable {
         /// The fields Reseed keeps, by their key in the entry.
         enum Field: String, Sendable, CaseIterable {
-            case version, source, userStore, contentHash, incrementalContentHash, storeFingerprint, userStoreChecked, channel
+            case version, source, userStore, contentHash, incrementalContentHash, storeFingerprint, userStoreChecked, channel, strandedIn
         }
 
         /// The installed seed version.
@@ -35,6 +35,9 @@ extension PreferencesFile {
         var userStoreChecked: String?
         /// What the last check of a channel returned, for a conditional request next time.
         var channel: ChannelValidators?
+        /// The user's tables left in a single-file store kept aside, which a later release that
+        /// declares them carries into the user store.
+        var strandedIn: StrandedTables?
         /// The whole entry as read.
         var node: JSONNode
 
@@ -48,6 +51,35 @@ extension PreferencesFile {
             storeFingerprint = node[Field.storeFingerprint.rawValue]?.string
             userStoreChecked = node[Field.userStoreChecked.rawValue]?.string
             channel = node[Field.channel.rawValue].flatMap(ChannelValidators.init(node:))
+            strandedIn = node[Field.strandedIn.rawValue].flatMap(StrandedTables.init(node:))
+        }
+    }
+
+    /// Tables of the user's left in a store file kept aside (`"strandedIn"`):
+    /// `{"file": "triage.sqlite.invalid-…", "tables": ["incident"]}`.
+    struct StrandedTables: Sendable, Equatable {
+        /// The kept file's name in the data directory.
+        var file: String
+        /// The tables as that file names them.
+        var tables: [String]
+
+        /// Reads the object; nil when malformed (a file that is not a plain name, a table that is not a string).
+        init?(node: JSONNode) {
+            guard let file = node["file"]?.string, SeedManifest.isPlainFileName(file),
+                  case .array(let items)? = node["tables"]?.value else { return nil }
+            let tables = items.compactMap(\.string)
+            guard tables.count == items.count, !tables.isEmpty else { return nil }
+            self.init(file: file, tables: tables)
+        }
+
+        init(file: String, tables: [String]) {
+            self.file = file
+            self.tables = tables
+        }
+
+        /// The object as JSON text.
+        var json: String {
+            "{\"file\": \(JSONNode.quote(file)), \"tables\": [" + tables.map(JSONNode.quote).joined(separator: ", ") + "]}"
         }
     }
 
@@ -61,6 +93,7 @@ extension PreferencesFile {
         case storeFingerprint(String)
         case userStoreChecked(String)
         case channel(ChannelValidators)
+        case strandedIn(StrandedTables)
 
         /// The field it sets.
         var field: Entry.Field {
@@ -73,6 +106,7 @@ extension PreferencesFile {
             case .storeFingerprint: .storeFingerprint
             case .userStoreChecked: .userStoreChecked
             case .channel: .channel
+            case .strandedIn: .strandedIn
             }
         }
 
@@ -83,6 +117,7 @@ extension PreferencesFile {
                  .storeFingerprint(let text), .userStoreChecked(let text): JSONNode.quote(text)
             case .source(let source): JSONNode.quote(source.rawValue)
             case .channel(let validators): validators.json
+            case .strandedIn(let stranded): stranded.json
             }
         }
     }

@@ -48,7 +48,9 @@ extension Installation {
     /// A crash leaves the store file as it was and the user store either without the rows (a new
     /// one not renamed in, an existing one's transaction not committed) or with all of them, which
     /// the next launch finds carried already.
-    func prepareUserStore(recorded: Decision.Recorded?, storeState: StoreState, from pipelineSource: InstallPipeline.Source) throws(ReseedError) -> UserStoreStep {
+    func prepareUserStore(
+        recorded: Decision.Recorded?, entry: PreferencesFile.Entry?, storeState: StoreState, from pipelineSource: InstallPipeline.Source
+    ) throws(ReseedError) -> UserStoreStep {
         guard let userStore = configuration.userStore else { return UserStoreStep() }
         try Self.checkName(of: userStore, storeName: storeName, in: directory)
         var step = UserStoreStep(userStoreURL: URL(fileURLWithPath: directory.path(userStore.fileName), isDirectory: false))
@@ -62,6 +64,9 @@ extension Installation {
             try during(.removeSidecars, path: directory.path(userStore.fileName)) {
                 for sidecar in StoreLayout.sidecars(of: userStore.fileName) { try directory.remove(sidecar) }
             }
+        }
+        if recorded?.userStore == userStore.name, let stranded = entry?.strandedIn, storeState == .sqlite {
+            try carryStranded(stranded, userStore: userStore, userState: userState, into: &step)
         }
         guard recorded?.userStore != userStore.name, storeState == .sqlite else { return step }
         if case .delta = pipelineSource {
@@ -120,6 +125,44 @@ extension Installation {
             ])
         }
         return step
+    }
+
+    /// Carries the tables an earlier launch left in a store file it kept aside (`stranded`) that the
+    /// configuration now declares, as the first launch would have (the app's migrations first, with
+    /// the installed seed attached); then records what is left there. The kept file is only read,
+    /// never removed. A table whose user-store table holds other rows stays there, named once more.
+    private func carryStranded(_ stranded: PreferencesFile.StrandedTables, userStore: Launcher.UserStore, userState: StoreState,
+                               into step: inout UserStoreStep) throws(ReseedError) {
+        let wanted = userStore.userTables.compactMap { declared in
+            stranded.tables.first { $0.isSameSQLName(as: declared) }.map { (declared: declared, name: $0) }
+        }
+        guard !wanted.isEmpty else { return }
+        let rest = stranded.tables.filter { table in !wanted.contains { $0.name == table } }
+        let remaining: ([PreferencesFile.Change], [PreferencesFile.Entry.Field]) =
+            rest.isEmpty ? ([], [.strandedIn]) : ([.strandedIn(PreferencesFile.StrandedTables(file: stranded.file, tables: rest))], [])
+        guard try during(.inspectStore, path: directory.path(stranded.file), { try directory.status(stranded.file) })?.kind == .regular else {
+            logger.warning("the file the user's tables were kept in is gone: nothing to carry", metadata: ["file": "\(directory.path(stranded.file))"])
+            _ = try preferences.record(remaining.0, for: manifest.name, clearing: remaining.1, timeout: configuration.lockTimeout, logger: logger)
+            return
+        }
+        let userLock = try StoreLock.acquire(StoreLayout(storeFileName: userStore.fileName).installLock, in: directory,
+                                             timeout: configuration.lockTimeout, timeoutMessage: "another launcher holds the user store '\(userStore.name)'")
+        defer { userLock.release() }
+        var database = launcher.poolConfiguration
+        let uri = Launcher.readOnlyURI(storePath)
+        let seedPath = storePath
+        database.prepareDatabase { db in try Launcher.attachSeed(db, uri: uri, path: seedPath) }
+        let importer = UserTableImport(directory: directory, storeName: stranded.file, logger: logger)
+        let carried = try importer.carry(wanted, into: userStore.fileName, target: try importTarget(userStore, userState),
+                                         database: database, migrator: userStore.migrator)
+        step.imported = carried.rows
+        step.stranded = carried.stranded
+        step.appliedMigrations = carried.appliedMigrations
+        logger.notice("carried the user's tables out of the store file kept aside", metadata: [
+            "file": "\(directory.path(stranded.file))", "imported": "\(carried.rows)", "stranded": "\(carried.stranded)",
+        ])
+        // A crash before this write carries them again next time, and finds them carried.
+        _ = try preferences.record(remaining.0, for: manifest.name, clearing: remaining.1, timeout: configuration.lockTimeout, logger: logger)
     }
 
     /// Where an import puts the rows: a new user store, or the existing one when it has a schema.

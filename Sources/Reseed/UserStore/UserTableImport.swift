@@ -52,7 +52,7 @@ struct UserTableImport {
     struct Carried {
         /// Rows carried per declared name (or found carried already).
         var rows: [String: Int] = [:]
-        /// Declared tables left in the old store: the user store's table holds other rows.
+        /// Declared tables left in the old store (as it names them): the user store's table holds other rows.
         var stranded: [String] = []
         /// The app's migrations applied first.
         var appliedMigrations: [String] = []
@@ -144,7 +144,7 @@ struct UserTableImport {
                         switch try carryTable(name, db: db, storePath: storePath, userPath: path) {
                         case .created(let rows): carried.rows[declared] = rows; created.append(name)
                         case .filled(let rows): carried.rows[declared] = rows; filled.append(name)
-                        case .stranded: carried.stranded.append(declared)
+                        case .stranded: carried.stranded.append(name)
                         }
                     }
                     try copySequences(created + filled, db: db)
