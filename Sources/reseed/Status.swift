@@ -32,7 +32,7 @@ extension ReseedCommand {
                 let contents = try preferences.read()
                 let recorded: String? = if case .valid(let versions) = contents { versions[storeName] } else { nil }
                 let source = try preferences.recordedSource(of: storeName)
-                let storeURL = dataDirectory.appendingPathComponent(storeName + ".sqlite")
+                let storeURL = dataDirectory.appendingPathComponent(StoreLayout(store: storeName).storeFileName)
                 let size = (try? FileManager.default.attributesOfItem(atPath: storeURL.path)[.size] as? Int64) ?? nil
                 // The launcher's own decision, found as a launch finds it, writing nothing.
                 var configuration = Launcher.Configuration()

@@ -133,14 +133,14 @@ extension Installation {
                 // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
                 _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_schema")
                 let wal = try String.fetchOne(db, sql: "PRAGMA journal_mode")?.lowercased() == "wal"
-                let walSize = wal ? try directory.status(storeName + "-wal")?.size ?? 0 : 0
+                let walSize = wal ? try directory.status(StoreLayout.wal(of: storeName))?.size ?? 0 : 0
                 guard walSize <= largest else {
-                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath + "-wal", message:
+                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: directory.path(StoreLayout.wal(of: storeName)), message:
                         "the store's -wal is \(walSize) bytes: the app has written to the store; no delta starts from it")
                 }
                 var methods = [try copyFile(storeName, into: name, limit: largest + 1, whole: true, progress: progress)]
                 if walSize > 0 {
-                    methods.append(try copyFile(storeName + "-wal", into: name + "-wal", limit: walSize, whole: false, progress: nil))
+                    methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil))
                 }
                 return methods
             }

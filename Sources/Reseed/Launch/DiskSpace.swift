@@ -40,7 +40,7 @@ struct DiskSpace: Sendable, Hashable {
     /// What a delta's copy of the installed store `storeFileName` writes: its file and its `-wal`.
     static func installedSize(of storeFileName: String, in directory: Directory) throws(ReseedError) -> Int64 {
         try during(.checkSpace, path: directory.path(storeFileName)) {
-            try [storeFileName, storeFileName + "-wal"].reduce(Int64(0)) { total, name in try total + (directory.status(name)?.size ?? 0) }
+            try [storeFileName, StoreLayout.wal(of: storeFileName)].reduce(Int64(0)) { total, name in try total + (directory.status(name)?.size ?? 0) }
         }
     }
 

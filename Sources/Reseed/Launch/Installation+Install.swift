@@ -198,8 +198,8 @@ extension Installation {
             }
             let aside = name ?? layout.asideName()
             if name == nil { try directory.link(storeName, to: aside) }
-            if try directory.status(storeName + "-wal")?.kind == .regular, try directory.status(aside + "-wal") == nil {
-                try directory.link(storeName + "-wal", to: aside + "-wal")
+            if try directory.status(StoreLayout.wal(of: storeName))?.kind == .regular, try directory.status(StoreLayout.wal(of: aside)) == nil {
+                try directory.link(StoreLayout.wal(of: storeName), to: StoreLayout.wal(of: aside))
             }
             return aside
         }

@@ -181,7 +181,7 @@ public struct Launcher: Sendable {
         let locked = try lockStore(named: name)
         defer { locked.lock.release() }
         return try during(.cleanUp, path: locked.directory.url.path) {
-            try locked.directory.removeTemporaryFiles(for: name + ".sqlite")
+            try locked.directory.removeTemporaryFiles(for: StoreLayout.fileName(ofStore: name))
         }
     }
 

@@ -18,25 +18,28 @@ import ReseedSystem
 /// SQLite cannot read kept aside.
 package struct StoreLayout: Sendable, Equatable {
     /// The store's file name: `<name>.sqlite`.
-    let storeFileName: String
+    package let storeFileName: String
 
-    package init(storeFileName: String) {
+    /// The file name of the store called `name`: `<name>.sqlite`.
+    static func fileName(ofStore name: String) -> String { name + ".sqlite" }
+
+    init(storeFileName: String) {
         self.storeFileName = storeFileName
     }
 
     /// The layout of the store called `name` (file `<name>.sqlite`).
     package init(store name: String) {
-        self.init(storeFileName: name + ".sqlite")
+        self.init(storeFileName: Self.fileName(ofStore: name))
     }
 
     /// What Reseed's own file names contain, whatever the store (temp files, downloads and locks
     /// `.reseed-`, stores kept aside `.invalid-`, preferences moved aside `.corrupt-`): a store or a
     /// user store whose file name takes one of these forms could be removed as a leftover or taken
     /// for a kept file, so none may.
-    package static let reservedForms = [".reseed-", ".invalid-", ".corrupt-"]
+    static let reservedForms = [".reseed-", ".invalid-", ".corrupt-"]
 
     /// The reserved form `name` takes, if it takes one (see ``reservedForms``).
-    package static func reservedForm(of name: String) -> String? {
+    static func reservedForm(of name: String) -> String? {
         reservedForms.first { name.contains($0) }
     }
 
@@ -48,6 +51,12 @@ package struct StoreLayout: Sendable, Equatable {
 
     /// The sidecars of any database file `name` (a delta's, a copy's).
     static func sidecars(of name: String) -> [String] { sidecarSuffixes.map { name + $0 } }
+
+    /// The write-ahead log of the database file `name`: `<name>-wal`.
+    static func wal(of name: String) -> String { name + "-wal" }
+
+    /// The rollback journal of the database file `name`: `<name>-journal`.
+    static func journal(of name: String) -> String { name + "-journal" }
 
     /// The lock file launches, installs and live replacements take.
     var installLock: String { ".\(storeFileName).reseed-lock" }

@@ -91,7 +91,7 @@ public struct SeedManifest: Sendable, Hashable {
     }
 
     /// The store file name in the data directory: `<name>.sqlite`.
-    public var storeFileName: String { facts.name + ".sqlite" }
+    public var storeFileName: String { StoreLayout.fileName(ofStore: facts.name) }
 
     /// The manifest file name for this seed: `<name>.manifest.json`.
     public var manifestFileName: String { facts.name + Self.fileSuffix }

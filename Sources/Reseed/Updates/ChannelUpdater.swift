@@ -397,7 +397,8 @@ public struct ChannelUpdater: Sendable {
         let (directory, lock) = try launcher.lockInDataDirectory(
             StoreLayout(store: name).updateLock, heldBy: "another update of the store '\(name)' is running")
         var entry = (try? launcher.preferences.readEntries())?.entries[name]
-        let storePath = directory.path(name + ".sqlite")
+        let storeFileName = StoreLayout.fileName(ofStore: name)
+        let storePath = directory.path(storeFileName)
         // A swap whose record a crash cut short: the update starts from what the store holds, recorded under the store's lock.
         if facts.live == nil, UnrecordedInstall.find(name: name, entry: entry, in: directory) != nil {
             let locked = try launcher.lockStore(named: name)
@@ -412,7 +413,7 @@ public struct ChannelUpdater: Sendable {
         // Read through SQLite, read-only: no descriptor of ours can drop the locks of a connection
         // this process holds. A store that cannot be read has no floor; its install would replace it.
         var embedded: String?
-        if facts.live == nil, let info = try? directory.status(name + ".sqlite"), info.kind == .regular,
+        if facts.live == nil, let info = try? directory.status(storeFileName), info.kind == .regular,
            let metadata = try? SeedMetadata.read(path: storePath), metadata.name == name {
             embedded = metadata.version
         }

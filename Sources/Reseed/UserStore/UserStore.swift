@@ -45,7 +45,7 @@ extension Launcher {
         }
 
         /// The user store's file name, `<name>.sqlite`.
-        public var fileName: String { name + ".sqlite" }
+        public var fileName: String { StoreLayout.fileName(ofStore: name) }
     }
 
     /// The schema name the seed is attached under on every connection of a user store's pool.

@@ -120,7 +120,7 @@ public struct SeedBuilder: Sendable {
             throw PackagingError(.invalidArgument, step: .build, path: migrations.path, message: "the migrations folder has no steps")
         }
         let directory = try packaging(.build, path: output.path) { try FileSystem().openDirectory(output, create: true) }
-        let seedName = name + ".sqlite"
+        let seedName = StoreLayout(store: name).storeFileName
         let compressedNames = Codecs.all.map { seedName + $0.fileSuffix }
         // One build at a time per output folder; then whatever temp files a killed build left go
         // first (the folder is shipped in the app: it must hold nothing else).
@@ -354,7 +354,7 @@ public struct SeedBuilder: Sendable {
     /// beside it, then remove the other form of the seed file an earlier build left.
     private func finish(_ temporary: String, in directory: Directory, recorded: [SeedManifest.Step]) throws(PackagingError) -> SeedManifest {
         let path = directory.path(temporary)
-        let seedName = name + ".sqlite"
+        let seedName = StoreLayout(store: name).storeFileName
         // The other forms an earlier build may have left: the plain file or another codec's.
         let file = compression.map { seedName + $0.codec.fileSuffix } ?? seedName
         let stale = ([seedName] + Codecs.all.map { seedName + $0.fileSuffix }).filter { $0 != file }
