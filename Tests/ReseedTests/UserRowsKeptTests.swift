@@ -238,3 +238,133 @@ struct UserStoreFirstLaunchRaceTests {
         #expect(failures.isEmpty, "\(failures.count) launches failed: \(failures.prefix(3))")
     }
 }
+
+/// The import's edges: collations, rows the app's migrations put in, the app's triggers, rowids,
+/// GRDB's own table, required columns, names that one filesystem folds together, a restored store.
+@Suite(.timeLimit(.minutes(10)))
+struct UserTableCarryTests {
+    /// An earlier release's single-file store at 1.0.0 with the app's tables written by `sql`.
+    static func singleFileStore(_ sandbox: LaunchSandbox, _ sql: String) throws {
+        let (single, _) = try sandbox.launcher(try sandbox.seed("1.0.0")).launch()
+        try single.write { try $0.execute(sql: sql) }
+        try single.close()
+    }
+
+    static func launch(_ sandbox: LaunchSandbox, tables: [String], _ migrate: (@Sendable (Database) throws -> Void)? = nil) throws -> LaunchOutcome {
+        var migrator = DatabaseMigrator()
+        if let migrate { migrator.registerMigration("app") { try migrate($0) } }
+        let userStore = Launcher.UserStore(name: UserRowsKeptTests.userName, migrator: migrator, userTables: tables)
+        let (database, outcome) = try sandbox.launcher(try sandbox.seed("1.0.0")) { $0.userStore = userStore }.launch()
+        try database.close()
+        return outcome
+    }
+
+    func rows(_ sandbox: LaunchSandbox, _ sql: String, at file: String = UserRowsKeptTests.userName + ".sqlite") throws -> [String] {
+        let queue = try DatabaseQueue(path: sandbox.dataDirectory.appendingPathComponent(file).path)
+        defer { try? queue.close() }
+        return try queue.read { try String.fetchAll($0, sql: sql) }
+    }
+
+    /// A user store row equal to an old row only under a NOCASE collation is another row: the table is
+    /// stranded (kept aside), never counted as carried.
+    @Test func aRowEqualOnlyUnderACollationIsNotCountedAsCarried() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, "CREATE TABLE folder (id INTEGER PRIMARY KEY, name TEXT COLLATE NOCASE); INSERT INTO folder VALUES (1, 'inbox')")
+        let userStore = sandbox.dataDirectory.appendingPathComponent(UserRowsKeptTests.userName + ".sqlite")
+        try DatabaseQueue(path: userStore.path).write { try $0.execute(sql: "CREATE TABLE folder (id INTEGER PRIMARY KEY, name TEXT COLLATE NOCASE); INSERT INTO folder VALUES (1, 'INBOX')") }
+        let outcome = try Self.launch(sandbox, tables: ["folder"])
+        #expect(outcome.strandedTables == ["folder"])
+        let aside = try #require(outcome.storeKeptAside)
+        #expect(try rows(sandbox, "SELECT name FROM folder", at: aside.lastPathComponent) == ["inbox"])
+    }
+
+    /// Rows the app's migrations put in a new user store (a default folder) give way to the user's own.
+    @Test func theUsersRowsReplaceRowsTheMigrationsPutInANewUserStore() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, "CREATE TABLE folder (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO folder VALUES (1, 'Work'), (2, 'Family')")
+        let outcome = try Self.launch(sandbox, tables: ["folder"]) { db in
+            try db.execute(sql: "CREATE TABLE folder (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO folder (name) VALUES ('Inbox')")
+        }
+        #expect(outcome.importedTables == ["folder": 2])
+        #expect(outcome.strandedTables.isEmpty)
+        #expect(try rows(sandbox, "SELECT name FROM folder ORDER BY id") == ["Work", "Family"])
+    }
+
+    /// The app's triggers do not fire on carried rows: an insert trigger that logs would duplicate the log.
+    @Test func theAppsTriggersDoNotFireOnCarriedRows() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, """
+            CREATE TABLE incident (id INTEGER PRIMARY KEY, note TEXT); CREATE TABLE event (id INTEGER PRIMARY KEY, what TEXT);
+            INSERT INTO incident VALUES (1, 'a'), (2, 'b'); INSERT INTO event VALUES (1, 'added 1'), (2, 'added 2'), (3, 'edited 1')
+            """)
+        let outcome = try Self.launch(sandbox, tables: ["event", "incident"]) { db in
+            try db.execute(sql: """
+                CREATE TABLE incident (id INTEGER PRIMARY KEY, note TEXT); CREATE TABLE event (id INTEGER PRIMARY KEY, what TEXT);
+                CREATE TRIGGER logged AFTER INSERT ON incident BEGIN INSERT INTO event (what) VALUES ('added ' || new.id); END
+                """)
+        }
+        #expect(outcome.importedTables == ["event": 3, "incident": 2])
+        #expect(try rows(sandbox, "SELECT what FROM event ORDER BY id") == ["added 1", "added 2", "edited 1"])
+    }
+
+    /// A table no migration makes keeps its rowids (not an alias here) and a trigger written on its name in another case.
+    @Test func aTableMadeFromTheOldDDLKeepsItsRowidsAndItsTriggers() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, """
+            CREATE TABLE plain (a TEXT); INSERT INTO plain (rowid, a) VALUES (5, 'x'), (9, 'y');
+            CREATE TABLE log (a TEXT); CREATE TRIGGER trg AFTER INSERT ON PLAIN BEGIN INSERT INTO log VALUES (new.a); END
+            """)
+        let outcome = try Self.launch(sandbox, tables: ["plain", "log"])
+        #expect(outcome.importedTables == ["plain": 2, "log": 0])
+        #expect(try rows(sandbox, "SELECT rowid || a FROM plain ORDER BY rowid") == ["5x", "9y"])
+        #expect(try rows(sandbox, "SELECT name FROM sqlite_master WHERE type = 'trigger'") == ["trg"])
+    }
+
+    /// GRDB's record of the single file's migrations is not a table of the user's.
+    @Test func grdbsMigrationsTableIsNotStranded() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY); INSERT INTO grdb_migrations VALUES ('v1')")
+        let outcome = try Self.launch(sandbox, tables: [])
+        #expect(outcome.strandedTables.isEmpty)
+        #expect(outcome.storeKeptAside == nil)
+    }
+
+    /// A NOT NULL column without a default that the old table lacks: one sentence, nothing changed.
+    @Test func aRequiredColumnTheOldTableLacksIsASentence() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, "CREATE TABLE incident (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO incident VALUES (1, 'a')")
+        #expect {
+            _ = try Self.launch(sandbox, tables: ["incident"]) { db in
+                try db.execute(sql: "CREATE TABLE incident (id INTEGER PRIMARY KEY, note TEXT, reported_at TEXT NOT NULL)")
+            }
+        } throws: { error in
+            let error = error as? ReseedError
+            return error?.code == .userStoreConflict && error?.message.contains("'reported_at'") == true
+                && error?.path == sandbox.dataDirectory.appendingPathComponent(UserRowsKeptTests.userName + ".sqlite").path
+        }
+        #expect(try rows(sandbox, "SELECT note FROM incident", at: "items.sqlite") == ["a"])
+    }
+
+    /// `Items` is the seed's own file on a case-insensitive filesystem: refused.
+    @Test func aUserStoreNamedAsTheSeedInAnotherCaseIsRefused() throws {
+        let sandbox = try LaunchSandbox()
+        let launcher = sandbox.launcher(try sandbox.seed("1.0.0")) { $0.userStore = Launcher.UserStore(name: "Items") }
+        #expect(throws: ReseedError.self) { _ = try launcher.launch() }
+    }
+
+    /// A data directory copied (or restored from a backup) holds the recorded version in another file: the
+    /// first launch records that file's fingerprint, so later ones read no database page.
+    @Test func aRestoredStoreIsRecordedOnceByItsFingerprint() throws {
+        let sandbox = try LaunchSandbox()
+        try sandbox.install(try sandbox.seed("1.0.0"))
+        let before = try #require(try PreferencesFile(url: sandbox.preferencesURL).readEntries().entries["items"]?.storeFingerprint)
+        let copy = sandbox.directory.appending("copy")
+        try FileManager.default.copyItem(at: sandbox.dataDirectory, to: copy)
+        try FileManager.default.removeItem(at: sandbox.dataDirectory)
+        try FileManager.default.moveItem(at: copy, to: sandbox.dataDirectory)
+        #expect(try sandbox.install(try sandbox.seed("1.0.0")).action == .upToDate)
+        let after = try #require(try PreferencesFile(url: sandbox.preferencesURL).readEntries().entries["items"]?.storeFingerprint)
+        #expect(after != before)
+        #expect(try sandbox.recordedVersion() == "1.0.0")
+    }
+}

@@ -39,11 +39,12 @@ struct Installation {
         let pipeline = InstallPipeline(installation: self, source: pipelineSource)
         // Step 2, read: a legacy store moved into place (a launch only), the preferences, the store's
         // first 16 bytes (and its embedded version, only when nothing is recorded for a database in place).
-        let (adoption, recorded, movedAside, state, user, entry) = try InstallPipeline.during(.prepare) { () throws(ReseedError) in
+        let (adoption, recorded, movedAside, state, user, entry, unrecorded) = try InstallPipeline.during(.prepare) { () throws(ReseedError) in
             let adoption = source == .bundle ? try adoptLegacyStore() : Adoption()
             var (recorded, movedAside, entry) = try readPreferences()
             // A swap whose record a crash cut short: decide from, and record, what the store holds.
-            if let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entry, in: directory) {
+            let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entry, in: directory)
+            if let unrecorded, !unrecorded.isRecordedVersion {
                 recorded = try unrecorded.record(in: preferences, name: manifest.name, bundled: source == .bundle ? manifest.version : nil,
                                                  userStore: recorded?.userStore, timeout: configuration.lockTimeout, logger: logger)
             }
@@ -54,7 +55,7 @@ struct Installation {
             let state = try storeState()
             // With a user store: an unusable one kept aside, the user's tables copied out of the store.
             let user = try prepareUserStore(recorded: recorded, entry: entry, storeState: state, from: pipelineSource)
-            return (adoption, recorded, movedAside, state, user, entry)
+            return (adoption, recorded, movedAside, state, user, entry, unrecorded)
         }
         // Step 2, decide.
         let decision = Self.decide(Decision.Found(
@@ -63,7 +64,7 @@ struct Installation {
             storePath: storePath)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
         var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside,
-                                         keepingAside: !user.stranded.isEmpty)
+                                         keepingAside: user.keepsStoreAside)
         // Step 5, record the version when the store changed or the preferences did not say what it holds.
         // Tables of the user's left undeclared in the store file kept aside: a later release that declares
         // them carries them. (A declared one left there because its user-store table holds other rows is not
@@ -72,6 +73,10 @@ struct Installation {
         let undeclared = user.stranded.filter { table in !(configuration.userStore?.userTables ?? []).contains { $0.isSameSQLName(as: table) } }
         if !undeclared.isEmpty, let kept = swapped?.keptAside {
             stranded.append(.strandedIn(PreferencesFile.StrandedTables(file: kept.lastPathComponent, tables: undeclared)))
+        }
+        if let unrecorded, unrecorded.isRecordedVersion, decision.writesNothing {
+            // A restored or copied file holding the recorded version: read once, not at every launch. Best effort.
+            _ = try? unrecorded.recordFingerprint(in: preferences, name: manifest.name, timeout: configuration.lockTimeout, logger: logger)
         }
         if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped, also: stranded) {
             outcome.preferencesMovedAside = aside

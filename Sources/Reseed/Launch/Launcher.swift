@@ -160,7 +160,8 @@ public struct Launcher: Sendable {
         if let directory = try? FileSystem().openDirectory(dataDirectory, create: false) {
             store = try .judging(manifest.storeFileName, in: directory)
             // A swap whose record a crash cut short: what the store holds, as a launch would record it.
-            if recorded != nil, let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entries[manifest.name], in: directory) {
+            if recorded != nil, let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entries[manifest.name], in: directory),
+               !unrecorded.isRecordedVersion {
                 recorded = unrecorded.recorded(bundled: manifest.version, userStore: recorded?.userStore)
             }
         } else {

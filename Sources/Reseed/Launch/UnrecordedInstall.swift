@@ -14,12 +14,19 @@ import ReseedSystem
 /// hashes, which no longer describe the file, are cleared (a later delta update takes the full seed once).
 ///
 /// Nothing but a `stat` is read while the file is the one recorded: the up-to-date launch reads no
-/// database page.
+/// database page. A file of another identity that holds the recorded version (restored, copied) gets
+/// its fingerprint recorded by the next launch that installs nothing, so it is read once.
 struct UnrecordedInstall: Sendable {
     /// The name and version the store file's metadata table says.
     var embedded: (name: String, version: String)
     /// The store file's fingerprint now.
     var fingerprint: String
+    /// The file holds the recorded version: it was copied or restored (a device restored from a
+    /// backup, a data directory copied), not installed. Its new fingerprint is recorded once, so
+    /// later launches read no database page again (``recordFingerprint(in:name:timeout:logger:)``).
+    var isRecordedVersion: Bool { embedded.version == recordedVersion }
+    /// The version the preferences record.
+    var recordedVersion: String
 
     /// Finds one for the store `name` in `directory`, whose preferences entry is `entry`.
     static func find(name: String, entry: PreferencesFile.Entry?, in directory: Directory) -> UnrecordedInstall? {
@@ -28,8 +35,8 @@ struct UnrecordedInstall: Sendable {
               let found = try? directory.status(storeName), let status = found as FileStatus?, status.kind == .regular,
               !fingerprint.hasPrefix("\(status.device):\(status.inode):"),
               let embedded = embeddedMetadata(path: directory.path(storeName)),
-              embedded.name == name, embedded.version != recorded else { return nil }
-        return UnrecordedInstall(embedded: embedded, fingerprint: status.fingerprint)
+              embedded.name == name else { return nil }
+        return UnrecordedInstall(embedded: embedded, fingerprint: status.fingerprint, recordedVersion: recorded)
     }
 
     /// The store's name and version, read through an immutable attachment: no lock taken, no `-wal`
@@ -52,6 +59,14 @@ struct UnrecordedInstall: Sendable {
     /// bundled version (`bundled`, when known), else from a download.
     func recorded(bundled: String?, userStore: String?) -> Decision.Recorded {
         Decision.Recorded(version: embedded.version, source: embedded.version == bundled ? .bundle : .download, userStore: userStore)
+    }
+
+    /// For a file that holds the recorded version (``isRecordedVersion``): records its fingerprint, and
+    /// clears the incremental content hash (a copied file may have been written: a delta then checks its
+    /// result whole).
+    func recordFingerprint(in preferences: PreferencesFile, name: String, timeout: Duration, logger: Logger) throws(ReseedError) {
+        logger.notice("the store file is another file than the one installed, holding the same version; recording it", metadata: ["store": "\(name)"])
+        _ = try preferences.record([.storeFingerprint(fingerprint)], for: name, clearing: [.incrementalContentHash], timeout: timeout, logger: logger)
     }
 
     /// Records ``recorded(bundled:userStore:)`` for the store `name` in one write; returns it.

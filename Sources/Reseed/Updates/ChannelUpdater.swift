@@ -400,10 +400,12 @@ public struct ChannelUpdater: Sendable {
         let storeFileName = StoreLayout.fileName(ofStore: name)
         let storePath = directory.path(storeFileName)
         // A swap whose record a crash cut short: the update starts from what the store holds, recorded under the store's lock.
-        if facts.live == nil, UnrecordedInstall.find(name: name, entry: entry, in: directory) != nil {
+        if facts.live == nil, UnrecordedInstall.find(name: name, entry: entry, in: directory)?.isRecordedVersion == false {
             let locked = try launcher.lockStore(named: name)
             defer { locked.lock.release() }
-            if let unrecorded = UnrecordedInstall.find(name: name, entry: entry, in: directory) {
+            // Read again under the lock: a launch may have recorded the store since.
+            entry = (try? launcher.preferences.readEntries())?.entries[name]
+            if let unrecorded = UnrecordedInstall.find(name: name, entry: entry, in: directory), !unrecorded.isRecordedVersion {
                 let recorded = try unrecorded.record(in: launcher.preferences, name: name, bundled: facts.bundled, userStore: entry?.userStore,
                                                      timeout: launcher.configuration.lockTimeout, logger: launcher.configuration.logger)
                 entry?.version = recorded.version

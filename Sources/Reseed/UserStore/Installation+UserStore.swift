@@ -23,6 +23,8 @@ extension Installation {
         var keptAside: URL?
         /// The app's migrations the import applied before carrying the rows.
         var appliedMigrations: [String] = []
+        /// The store file holds tables of the user's that stay in it: the install keeps it aside whole.
+        var keepsStoreAside = false
 
         func report(in outcome: inout LaunchOutcome) {
             outcome.userStoreURL = userStoreURL
@@ -95,7 +97,7 @@ extension Installation {
                 return
             }
             var declared: [(declared: String, name: String)] = []
-            for name in userStore.userTables {
+            for name in userStore.userTables where !declared.contains(where: { $0.declared.isSameSQLName(as: name) }) {
                 if let found = owned.first(where: { $0.isSameSQLName(as: name) }) {
                     declared.append((name, found))
                 } else {
@@ -118,6 +120,7 @@ extension Installation {
             step.stranded += carried.stranded
             step.appliedMigrations = carried.appliedMigrations
         }
+        step.keepsStoreAside = !step.stranded.isEmpty
         if step.storeHoldsUserTables {
             logger.notice("the store file holds the user's tables: the seed replaces it", metadata: [
                 "store": "\(storePath)", "userStore": "\(directory.path(userStore.fileName))", "imported": "\(step.imported)",
@@ -140,8 +143,9 @@ extension Installation {
         let rest = stranded.tables.filter { table in !wanted.contains { $0.name == table } }
         let remaining: ([PreferencesFile.Change], [PreferencesFile.Entry.Field]) =
             rest.isEmpty ? ([], [.strandedIn]) : ([.strandedIn(PreferencesFile.StrandedTables(file: stranded.file, tables: rest))], [])
-        guard try during(.inspectStore, path: directory.path(stranded.file), { try directory.status(stranded.file) })?.kind == .regular else {
-            logger.warning("the file the user's tables were kept in is gone: nothing to carry", metadata: ["file": "\(directory.path(stranded.file))"])
+        guard stranded.file.hasPrefix(StoreLayout(storeFileName: storeName).asidePrefix),
+              try during(.inspectStore, path: directory.path(stranded.file), { try directory.status(stranded.file) })?.kind == .regular else {
+            logger.warning("the file the user's tables were kept in is gone (or not one Reseed kept): nothing to carry", metadata: ["file": "\(directory.path(stranded.file))"])
             _ = try preferences.record(remaining.0, for: manifest.name, clearing: remaining.1, timeout: configuration.lockTimeout, logger: logger)
             return
         }
@@ -182,7 +186,9 @@ extension Installation {
     /// forms of Reseed's own files (which a later launch would remove as a leftover or take for a kept store).
     static func checkName(of userStore: Launcher.UserStore, storeName: String, in directory: Directory) throws(ReseedError) {
         // By bytes: a "/" followed by a combining mark is one Character that is not "/".
-        guard userStore.fileName != storeName, !userStore.name.isEmpty, SeedManifest.isPlainFileName(userStore.fileName) else {
+        // Compared as a case-insensitive, normalizing filesystem (APFS by default) would: `Triage` and `triage` are one file there.
+        func folded(_ name: String) -> String { name.precomposedStringWithCanonicalMapping.lowercased() }
+        guard folded(userStore.fileName) != folded(storeName), !userStore.name.isEmpty, SeedManifest.isPlainFileName(userStore.fileName) else {
             throw ReseedError(.invalidArgument, step: .openUserStore, path: directory.path(userStore.fileName),
                               message: "the user store's name '\(userStore.name)' must be a file name other than the seed's store '\(storeName)'")
         }

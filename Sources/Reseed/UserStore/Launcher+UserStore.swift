@@ -104,11 +104,11 @@ extension Launcher {
     }
 
     /// Reads the user store's schema; a store SQLite cannot read fails naming it, with what to do.
-    static func readUserSchema(_ db: Database, path: String) throws(ReseedError) {
+    static func readUserSchema(_ db: Database, path: String) throws {
         do {
             _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.sqlite_master")
-        } catch {
-            throw ReseedError(.database, step: .openUserStore, path: path, databaseError: error as? DatabaseError,
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT {
+            throw ReseedError(.database, step: .openUserStore, path: path, databaseError: error,
                               message: "the user store cannot be read as a database, so the app cannot start on it; Reseed changed nothing",
                               advice: "restore it from a backup, or recover its rows with `sqlite3 '\(path)' .recover | sqlite3 RECOVERED.sqlite` and put that file in its place with the app closed")
         }

@@ -1,3 +1,4 @@
+import CReseedSystem
 import Foundation
 import GRDB
 import Logging
@@ -35,7 +36,8 @@ struct UserTableImport {
     /// shadow tables) that are not SQLite's, not Reseed's own, and not among `seedTables` (folded names).
     func userTables(excluding seedTables: Set<String>) throws(ReseedError) -> [String] {
         let path = directory.path(storeName)
-        let own: Set<String> = [SeedMetadata.tableName.sqlFolded, SeedMetadata.stepsTableName.sqlFolded]
+        // Reseed's own tables, and GRDB's record of an earlier release's migrations of the single file (not rows of the user's).
+        let own: Set<String> = [SeedMetadata.tableName.sqlFolded, SeedMetadata.stepsTableName.sqlFolded, "grdb_migrations"]
         return try during(.importUserTables, path: path) {
             let queue = try DatabaseQueue(path: path, configuration: Self.configuration("reseed.user-tables"))
             defer { try? queue.close() }
@@ -79,7 +81,7 @@ struct UserTableImport {
     ) throws(ReseedError) -> Carried {
         let userPath = directory.path(userFileName)
         if target == .existing {
-            return try fill(directory.path(userFileName), tables, database: database, migrator: migrator, temporary: false)
+            return try fill(userPath, named: userPath, tables, database: database, migrator: migrator, temporary: false)
         }
         let removed = try during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles(for: userFileName) }
         if !removed.isEmpty {
@@ -89,7 +91,7 @@ struct UserTableImport {
         let carried: Carried
         do throws(ReseedError) {
             _ = try during(.importUserTables, path: directory.path(temporary)) { try directory.createExclusive(temporary) }
-            carried = try fill(directory.path(temporary), tables, database: database, migrator: migrator, temporary: true)
+            carried = try fill(directory.path(temporary), named: userPath, tables, database: database, migrator: migrator, temporary: true)
             try during(.importUserTables, path: userPath) {
                 try directory.syncFile(temporary)
                 if target == .new {
@@ -111,28 +113,36 @@ struct UserTableImport {
         return carried
     }
 
-    /// Migrates the database at `path`, then carries the rows in one transaction.
+    /// Migrates the database at `path`, then carries the rows in one transaction; errors name the
+    /// user store (`userPath`), whose temp file `path` may be.
+    ///
+    /// The app's triggers fire during its migrations, not while the rows are carried: the rows go in
+    /// as they were (a trigger that logs or stamps an insert would otherwise duplicate or rewrite
+    /// them), as a table made from the old store's DDL gets its triggers after its rows.
     private func fill(
-        _ path: String, _ tables: [(declared: String, name: String)], database: GRDB.Configuration, migrator: DatabaseMigrator,
-        temporary: Bool
+        _ path: String, named userPath: String, _ tables: [(declared: String, name: String)], database: GRDB.Configuration,
+        migrator: DatabaseMigrator, temporary: Bool
     ) throws(ReseedError) -> Carried {
         let storePath = directory.path(storeName)
-        let queue = try during(.importUserTables, path: path) { try DatabaseQueue(path: path, configuration: database) }
+        let queue = try during(.importUserTables, path: userPath) { try DatabaseQueue(path: path, configuration: database) }
         defer { try? queue.close() }
         if temporary {
             // A temp file: durability comes from the fsync before the rename; a failure removes it.
-            try during(.importUserTables, path: path) {
+            try during(.importUserTables, path: userPath) {
                 try queue.writeWithoutTransaction { db in
                     try db.execute(sql: "PRAGMA journal_mode = OFF")
                     try db.execute(sql: "PRAGMA synchronous = OFF")
                 }
             }
         }
-        let applied = try UserStoreSchema.migrate(queue, with: migrator, path: path)
-        var carried = try during(.importUserTables, path: path) {
+        let applied = try UserStoreSchema.migrate(queue, with: migrator, path: userPath)
+        var carried = try during(.importUserTables, path: userPath) {
             try queue.writeWithoutTransaction { db in
-                // The rows go in as they were: a foreign key among them is not checked while copying.
+                // The rows go in as they were: a foreign key among them is not checked, no trigger fires.
                 try db.execute(sql: "PRAGMA foreign_keys = OFF")
+                guard reseed_sqlite_disable_triggers(UnsafeMutableRawPointer(db.sqliteConnection)) == 0 else {
+                    throw ReseedError(.database, step: .importUserTables, path: userPath, message: "SQLite did not turn triggers off for the import")
+                }
                 // The rows are on disk before the swap replaces the store they came from.
                 if !temporary { try db.execute(sql: "PRAGMA synchronous = FULL") }
                 try db.execute(sql: "ATTACH DATABASE ? AS \(Self.source)", arguments: [storePath])
@@ -141,7 +151,7 @@ struct UserTableImport {
                 try db.inTransaction(.immediate) {
                     var created: [String] = [], filled: [String] = []
                     for (declared, name) in tables {
-                        switch try carryTable(name, db: db, storePath: storePath, userPath: path) {
+                        switch try carryTable(name, db: db, storePath: storePath, userPath: userPath, madeByThisRun: temporary) {
                         case .created(let rows): carried.rows[declared] = rows; created.append(name)
                         case .filled(let rows): carried.rows[declared] = rows; filled.append(name)
                         case .stranded: carried.stranded.append(name)
@@ -160,14 +170,19 @@ struct UserTableImport {
 
     private enum TableResult { case created(Int), filled(Int), stranded }
 
-    private func carryTable(_ table: String, db: Database, storePath: String, userPath: String) throws -> TableResult {
+    /// Carries one table. `madeByThisRun`: the target is a temp file this import made, so rows in it
+    /// came from the app's migrations (defaults such as an "Inbox" folder): the user's rows win over them.
+    private func carryTable(_ table: String, db: Database, storePath: String, userPath: String, madeByThisRun: Bool) throws -> TableResult {
         let source = "\(Self.source).\(table.quotedIdentifier)"
         let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(source)") ?? -1
         guard let target = try String.fetchOne(
             db, sql: "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE", arguments: [table]) else {
             try createTable(table, db: db, storePath: storePath)
-            let columns = try Self.columns(table, schema: Self.source, db: db).map(\.quotedIdentifier).joined(separator: ", ")
-            try db.execute(sql: "INSERT INTO main.\(table.quotedIdentifier) (\(columns)) SELECT \(columns) FROM \(source)")
+            var columns = try Self.columns(table, schema: Self.source, db: db).map(\.quotedIdentifier)
+            // The same DDL: the rowid is carried where no column hides it (an index or a trigger may refer to it).
+            if try Self.hasPlainRowid(table, schema: Self.source, db: db) { columns.insert("rowid", at: 0) }
+            let list = columns.joined(separator: ", ")
+            try db.execute(sql: "INSERT INTO main.\(table.quotedIdentifier) (\(list)) SELECT \(list) FROM \(source)")
             return .created(try checkCount(table, target: table, copied: db.changesCount, expected: expected, db: db, storePath: storePath))
         }
         let sourceColumns = try Self.columns(table, schema: Self.source, db: db)
@@ -176,6 +191,13 @@ struct UserTableImport {
             throw ReseedError(.userStoreConflict, step: .importUserTables, path: userPath, message:
                 "the user table '\(table)' of the store file \(storePath) has a column '\(lacking)' that the user store's table '\(target)' (made by the app's migrations) lacks, so its values would be lost; add the column in a migration (nothing was changed)")
         }
+        let sourceFolded = Set(sourceColumns.map(\.sqlFolded))
+        if let required = try String.fetchAll(db, sql: """
+            SELECT name FROM pragma_table_xinfo(?, 'main') WHERE hidden = 0 AND "notnull" = 1 AND dflt_value IS NULL AND pk = 0 ORDER BY cid
+            """, arguments: [target]).first(where: { !sourceFolded.contains($0.sqlFolded) }) {
+            throw ReseedError(.userStoreConflict, step: .importUserTables, path: userPath, message:
+                "the user store's table '\(target)' (made by the app's migrations) has a NOT NULL column '\(required)' without a default that the user table '\(table)' of the store file \(storePath) lacks, so its rows cannot be carried; give the column a default in a migration (nothing was changed)")
+        }
         var columns = sourceColumns.map(\.quotedIdentifier)
         // The rowid too, where both tables have one that no column hides: an index or a trigger may refer to it.
         if try Self.hasPlainRowid(table, schema: Self.source, db: db), try Self.hasPlainRowid(target, schema: "main", db: db) {
@@ -183,12 +205,21 @@ struct UserTableImport {
         }
         let list = columns.joined(separator: ", ")
         let targetName = "main.\(target.quotedIdentifier)"
-        if try Int.fetchOne(db, sql: "SELECT count(*) FROM \(targetName)") ?? 0 == 0 {
+        let present = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(targetName)") ?? 0
+        if present > 0, madeByThisRun {
+            logger.notice("the app's migrations put rows in the user table: the user's own rows replace them", metadata: [
+                "table": "\(target)", "rows": "\(present)",
+            ])
+            try db.execute(sql: "DELETE FROM \(targetName)")
+        }
+        if present == 0 || madeByThisRun {
             try db.execute(sql: "INSERT INTO \(targetName) (\(list)) SELECT \(list) FROM \(source)")
             return .filled(try checkCount(table, target: target, copied: db.changesCount, expected: expected, db: db, storePath: storePath))
         }
-        // Rows there already: every old row among them is an import that finished before a crash; anything else is the user's.
-        let notCarried = try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT \(list) FROM \(source) EXCEPT SELECT \(list) FROM \(targetName))") ?? -1
+        // Rows there already: every old row among them, byte for byte (whatever the columns' collations),
+        // is an import that finished before a crash; anything else is the user's.
+        let binary = columns.map { "\($0) COLLATE BINARY" }.joined(separator: ", ")
+        let notCarried = try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT \(binary) FROM \(source) EXCEPT SELECT \(binary) FROM \(targetName))") ?? -1
         if notCarried == 0 {
             logger.notice("the user table's rows are in the user store already", metadata: ["table": "\(table)", "rows": "\(expected)"])
             return .filled(expected)
@@ -251,7 +282,7 @@ struct UserTableImport {
         let placeholders = Array(repeating: "?", count: tables.count).joined(separator: ", ")
         let statements = try String.fetchAll(db, sql: """
             SELECT sql FROM \(Self.source).sqlite_master
-            WHERE type IN ('index', 'trigger') AND sql IS NOT NULL AND tbl_name IN (\(placeholders))
+            WHERE type IN ('index', 'trigger') AND sql IS NOT NULL AND tbl_name COLLATE NOCASE IN (\(placeholders))
             ORDER BY type = 'trigger', rowid
             """, arguments: StatementArguments(tables))
         for sql in statements { try db.execute(sql: sql) }
