@@ -123,3 +123,43 @@ struct UserRowsCommandTests {
         }
     }
 }
+
+/// Issue 32, found in review: SIGKILL a real `reseed launch --user-store` at each rename while it keeps
+/// aside a store whose `incident` table is not declared. Wherever the kill falls after the swap, the
+/// preferences already name the kept file and its table, so a later release that declares `incident`
+/// carries every row.
+@Suite(.serialized, .timeLimit(.minutes(10))) struct StrandedRecordKillTests {
+    @Test(.enabled(if: SyscallFaultTests.straceProblem == nil, Comment(rawValue: SyscallFaultTests.straceProblem ?? "")))
+    func aKillAfterTheSwapStillNamesTheKeptFile() throws {
+        let strace = try #require(SyscallFaultTests.strace)
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE incident (id INTEGER PRIMARY KEY, note TEXT)")
+            try db.execute(sql: "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) INSERT INTO incident (note) SELECT 'n' || i FROM n")
+        }
+        try queue.close()
+        let device = sandbox.directory.appending("device")
+        try FileManager.default.copyItem(at: sandbox.dataDirectory, to: device)
+        let launch = ["launch", "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user", "--json"]
+
+        var afterSwap = 0
+        for ordinal in 1...5 {
+            try? FileManager.default.removeItem(at: sandbox.dataDirectory)
+            try FileManager.default.copyItem(at: device, to: sandbox.dataDirectory)
+            let killed = try ReseedBinary.start(launch, prefix: [strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2",
+                                                                 "-e", "inject=rename,renameat,renameat2:signal=SIGKILL:when=\(ordinal)"]).wait()
+            guard killed.status != 0 else { break }
+            let swapped = try DatabaseQueue(path: sandbox.storeURL.path).read { try !$0.tableExists("incident") }
+            guard swapped else { continue }
+            afterSwap += 1
+            // The next release declares the table: every row comes out of the kept file.
+            let next = try ReseedBinary.run(launch + ["--user-table", "incident"])
+            #expect(next.status == 0, "kill at rename #\(ordinal): \(next.stderr)")
+            #expect((try? jsonObject(next.stdout))?["importedTables"] as? [String: Int] == ["incident": 300], "kill at rename #\(ordinal): \(next.stdout)")
+        }
+        #expect(afterSwap > 0, "no kill fell after the swap")
+    }
+}

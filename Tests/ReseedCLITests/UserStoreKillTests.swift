@@ -73,7 +73,8 @@ struct UserRowsDevice {
     static func digest(at url: URL) throws -> String? {
         let scratch = try TemporaryDirectory(prefix: "reseed-digest")
         let copy = scratch.appending("copy.sqlite")
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
+        // The journal too: a kill inside a transaction of a rollback-journal store leaves it hot, for SQLite to roll back.
+        for suffix in ["", "-wal", "-journal"] where FileManager.default.fileExists(atPath: url.path + suffix) {
             try FileManager.default.copyItem(atPath: url.path + suffix, toPath: copy.path + suffix)
         }
         return try withExtendedLifetime(scratch) { try digest(copyAt: copy) }

@@ -127,13 +127,15 @@ struct InstallPipeline: Sendable {
         var storeFingerprint: String?
     }
 
-    /// Swaps the staged copy in for the store (see ``Installation/swap(in:storeState:keepAside:)``);
+    /// Swaps the staged copy in for the store (see ``Installation/swap(in:storeState:keepAside:onKeptAside:)``);
     /// the copy is removed when the swap fails.
-    func swap(_ staged: Staged, storeState: Decision.StoreState, keepAside: Bool) throws(Failure) -> Swapped {
+    func swap(
+        _ staged: Staged, storeState: Decision.StoreState, keepAside: Bool, onKeptAside: ((URL) throws(ReseedError) -> Void)? = nil
+    ) throws(Failure) -> Swapped {
         let keptAside: URL?
         do {
             keptAside = try Self.during(.swap) { () throws(ReseedError) in
-                try installation.swap(in: staged.temporary, storeState: storeState, keepAside: keepAside)
+                try installation.swap(in: staged.temporary, storeState: storeState, keepAside: keepAside, onKeptAside: onKeptAside)
             }
         } catch {
             _ = try? directory.remove(staged.temporary)
@@ -143,21 +145,22 @@ struct InstallPipeline: Sendable {
         return Swapped(keptAside: keptAside, storeFingerprint: (try? directory.status(installation.storeName))??.fingerprint)
     }
 
-    /// Records the new version (``Installation/recordVersion(installed:also:)``), with `changes` in the
-    /// same write; `installed`: the store swapped in just now, if one was.
+    /// Records the new version (``Installation/recordVersion(installed:)``); `installed`: the store
+    /// swapped in just now, if one was.
     ///
     /// - Returns: where corrupt preferences were moved aside, if they were.
-    func record(installed: Swapped?, also changes: [PreferencesFile.Change] = []) throws(Failure) -> URL? {
-        try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion(installed: installed, also: changes) }
+    func record(installed: Swapped?) throws(Failure) -> URL? {
+        try Self.during(.record) { () throws(ReseedError) in try installation.recordVersion(installed: installed) }
     }
 
     /// Stage and swap, for a caller that has no connection on the store (a launch, an update of a
     /// closed store). Recording is the caller's: a launch records also when it installed nothing.
-    func install(storeState: Decision.StoreState, keepAside: Bool, progress: (@Sendable (Int64, Int64) -> Void)?)
-        throws(Failure) -> (staged: Staged, swapped: Swapped)
-    {
+    func install(
+        storeState: Decision.StoreState, keepAside: Bool, onKeptAside: ((URL) throws(ReseedError) -> Void)? = nil,
+        progress: (@Sendable (Int64, Int64) -> Void)?
+    ) throws(Failure) -> (staged: Staged, swapped: Swapped) {
         let staged = try stage(progress: progress)
-        return (staged, try swap(staged, storeState: storeState, keepAside: keepAside))
+        return (staged, try swap(staged, storeState: storeState, keepAside: keepAside, onKeptAside: onKeptAside))
     }
 
     /// With a user store, for a seed that arrived at runtime: refuses it, before it replaces the

@@ -144,8 +144,12 @@ extension Installation {
     /// A store that is not a usable database, or any store when `keepAside` (it failed to open),
     /// first gets a second name so replacing it loses nothing.
     ///
+    /// `onKeptAside` hears the second name before the rename (what it records survives a kill there).
+    ///
     /// - Returns: that second name, when the old store was kept aside.
-    func swap(in temporary: String, storeState: StoreState, keepAside: Bool) throws(ReseedError) -> URL? {
+    func swap(
+        in temporary: String, storeState: StoreState, keepAside: Bool, onKeptAside: ((URL) throws(ReseedError) -> Void)? = nil
+    ) throws(ReseedError) -> URL? {
         var storeGuard: StoreGuard?
         defer { storeGuard?.release() }
         var invalid = storeState == .notSQLite
@@ -164,7 +168,9 @@ extension Installation {
         }
         var keptAside: URL?
         if invalid || keepAside, try during(.inspectStore, path: storePath, { try directory.status(storeName) }) != nil {
-            keptAside = try keepStoreAside()
+            let kept = try keepStoreAside()
+            try onKeptAside?(kept)
+            keptAside = kept
         }
         try during(.removeSidecars, path: storePath) {
             for suffix in StoreLayout.sidecarSuffixes {

@@ -63,22 +63,18 @@ struct Installation {
             preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables),
             storePath: storePath)
         // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
-        var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside,
-                                         keepingAside: user.keepsStoreAside)
-        // Step 5, record the version when the store changed or the preferences did not say what it holds.
         // Tables of the user's left undeclared in the store file kept aside: a later release that declares
         // them carries them. (A declared one left there because its user-store table holds other rows is not
         // tried again: that would fail the same way.)
-        var stranded: [PreferencesFile.Change] = []
         let undeclared = user.stranded.filter { table in !(configuration.userStore?.userTables ?? []).contains { $0.isSameSQLName(as: table) } }
-        if !undeclared.isEmpty, let kept = swapped?.keptAside {
-            stranded.append(.strandedIn(PreferencesFile.StrandedTables(file: kept.lastPathComponent, tables: undeclared)))
-        }
+        var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside,
+                                         keepingAside: user.keepsStoreAside, recordingStranded: undeclared)
+        // Step 5, record the version when the store changed or the preferences did not say what it holds.
         if let unrecorded, unrecorded.isRecordedVersion, decision.writesNothing {
             // A restored or copied file holding the recorded version: read once, not at every launch. Best effort.
             _ = try? unrecorded.recordFingerprint(in: preferences, name: manifest.name, timeout: configuration.lockTimeout, logger: logger)
         }
-        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped, also: stranded) {
+        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped) {
             outcome.preferencesMovedAside = aside
         }
         user.report(in: &outcome)
@@ -129,7 +125,7 @@ struct Installation {
     /// did and what it swapped in. Recording the version (step 5) is the caller's.
     func act(
         on decision: Decision, through pipeline: InstallPipeline, recorded: Decision.Recorded?, storeState: StoreState,
-        preferencesMovedAside movedAside: URL?, keepingAside: Bool = false
+        preferencesMovedAside movedAside: URL?, keepingAside: Bool = false, recordingStranded stranded: [String] = []
     ) throws(InstallPipeline.Failure) -> (LaunchOutcome, InstallPipeline.Swapped?) {
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded?.version,
@@ -157,8 +153,14 @@ struct Installation {
                 "previous": "\(previousVersion ?? "none")",
             ])
             // A store that failed to open is kept aside, and one that holds tables of the user's left in it.
+            // The stranded tables are recorded as soon as the store has its second name, before the rename: a
+            // kill after the swap must not leave the kept file unnamed.
+            let recordStranded: ((URL) throws(ReseedError) -> Void)? = stranded.isEmpty ? nil : { kept throws(ReseedError) in
+                _ = try preferences.record([.strandedIn(PreferencesFile.StrandedTables(file: kept.lastPathComponent, tables: stranded))],
+                                           for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
+            }
             let installed = try pipeline.install(storeState: storeState, keepAside: reason == .storeInvalid || keepingAside,
-                                                 progress: configuration.progress)
+                                                 onKeptAside: recordStranded, progress: configuration.progress)
             logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
             outcome.action = .installed
             outcome.reason = reason
@@ -192,8 +194,8 @@ struct Installation {
     /// When a store was `installed` just now, its incremental content hash and the store file's
     /// fingerprint as the swap left it are recorded too (or cleared, for a manifest without one): a
     /// later delta checks its result from the changed rows only while the file still has that fingerprint.
-    func recordVersion(installed: InstallPipeline.Swapped?, also: [PreferencesFile.Change] = []) throws(ReseedError) -> URL? {
-        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)] + also
+    func recordVersion(installed: InstallPipeline.Swapped?) throws(ReseedError) -> URL? {
+        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)]
         if let userStore = configuration.userStore { changes.append(.userStore(userStore.name)) }
         // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
         if let contentHash = manifest.contentHash { changes.append(.contentHash(contentHash)) }

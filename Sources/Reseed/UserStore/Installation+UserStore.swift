@@ -67,7 +67,8 @@ extension Installation {
                 for sidecar in StoreLayout.sidecars(of: userStore.fileName) { try directory.remove(sidecar) }
             }
         }
-        if recorded?.userStore == userStore.name, let stranded = entry?.strandedIn, storeState == .sqlite {
+        // Whether or not the move was recorded: a kill after the swap leaves only this record of the kept file.
+        if let stranded = entry?.strandedIn, storeState == .sqlite {
             try carryStranded(stranded, userStore: userStore, userState: userState, into: &step)
         }
         guard recorded?.userStore != userStore.name, storeState == .sqlite else { return step }

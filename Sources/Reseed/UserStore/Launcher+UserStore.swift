@@ -64,6 +64,9 @@ extension Launcher {
             pool = try DatabasePool(path: userStoreURL.path, configuration: database)
         } catch let error as DatabaseError where seedFailure.withLock({ $0 }) != nil {
             throw error
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+            // A moment's lock (another launch switching the user store to WAL): the open is tried again.
+            throw error
         } catch {
             throw ReseedError.wrapping(error, step: .openUserStore, path: userStoreURL.path)
         }
