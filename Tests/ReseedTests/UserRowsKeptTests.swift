@@ -345,6 +345,25 @@ struct UserTableCarryTests {
         #expect(try rows(sandbox, "SELECT note FROM incident", at: "items.sqlite") == ["a"])
     }
 
+    /// With the app's foreign keys on, carried rows must find their parents among the user's tables:
+    /// a parent table left undeclared is refused with a sentence, and nothing changes; declared, it carries.
+    @Test func aCarriedRowWithoutItsParentIsASentence() throws {
+        let sandbox = try LaunchSandbox()
+        try Self.singleFileStore(sandbox, """
+            CREATE TABLE incident (id INTEGER PRIMARY KEY); CREATE TABLE note (id INTEGER PRIMARY KEY, incident_id INTEGER REFERENCES incident(id));
+            INSERT INTO incident VALUES (1); INSERT INTO note VALUES (1, 1)
+            """)
+        #expect {
+            _ = try Self.launch(sandbox, tables: ["note"])
+        } throws: { error in
+            let error = error as? ReseedError
+            return error?.code == .userStoreConflict && error?.message.contains("declare 'incident' too") == true
+        }
+        #expect(try rows(sandbox, "SELECT count(*) FROM note", at: "items.sqlite") == ["1"])
+        let outcome = try Self.launch(sandbox, tables: ["note", "incident"])
+        #expect(outcome.importedTables == ["note": 1, "incident": 1])
+    }
+
     /// `Items` is the seed's own file on a case-insensitive filesystem: refused.
     @Test func aUserStoreNamedAsTheSeedInAnotherCaseIsRefused() throws {
         let sandbox = try LaunchSandbox()

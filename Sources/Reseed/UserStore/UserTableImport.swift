@@ -158,6 +158,7 @@ struct UserTableImport {
                         }
                     }
                     try copySequences(created + filled, db: db)
+                    if database.foreignKeysEnabled { try checkForeignKeys(created + filled, db: db, storePath: storePath, userPath: userPath) }
                     try createIndexesAndTriggers(created, db: db)
                     return .commit
                 }
@@ -226,6 +227,28 @@ struct UserTableImport {
         }
         logger.warning("the user store's table holds other rows: the old store's are left in it, kept aside", metadata: ["table": "\(table)"])
         return .stranded
+    }
+
+    /// With the app's foreign keys on, the carried rows must keep them among the user's tables (GRDB
+    /// checks the whole store after each later migration, which would then fail at every launch): a
+    /// row whose parent is not there (an orphan, or a parent table left undeclared) is refused with a
+    /// sentence and the carry is rolled back. A foreign key to a seed table is the user store's check's.
+    private func checkForeignKeys(_ tables: [String], db: Database, storePath: String, userPath: String) throws {
+        for table in tables {
+            for violation in try Row.fetchAll(db, sql: "PRAGMA main.foreign_key_check(\(table.quotedIdentifier))") {
+                let parent: String = violation["parent"] ?? ""
+                let rowid: Int64? = violation["rowid"]
+                // A foreign key to a seed table (attached, not in the user store): the user store's check says what to do.
+                if try !Self.hasTable(parent, schema: "main", db: db), try Self.hasTable(parent, schema: Launcher.seedSchema, db: db) { continue }
+                throw ReseedError(.userStoreConflict, step: .importUserTables, path: userPath, message:
+                    "the user table '\(table)' of the store file \(storePath) has a row (rowid \(rowid.map(String.init) ?? "none")) whose foreign key finds no row of '\(parent)' in the user store, which the app's foreign keys refuse; declare '\(parent)' too, or fix the row in the old store (nothing was changed)")
+            }
+        }
+    }
+
+    private static func hasTable(_ name: String, schema: String, db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM \(schema).sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                          arguments: [name]) == true
     }
 
     private func createTable(_ table: String, db: Database, storePath: String) throws {
