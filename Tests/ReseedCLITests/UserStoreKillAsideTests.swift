@@ -86,6 +86,8 @@ struct UserStoreKillAsideTests {
             let inStore = try UserRowsDevice.digest(at: data.appendingPathComponent("items.sqlite"))
             let inAside = try aside.map { try UserRowsDevice.digest(at: data.appendingPathComponent($0)) }
             #expect(aside.count <= 1, "\(label): kept aside \(aside.count) times")
+            // The kept file alone holds every row: it was switched out of WAL before its second name.
+            #expect(aside.allSatisfy { !names.contains($0 + "-wal") }, "\(label): a -wal beside the kept file")
             if inStore == device.expected { return aside.isEmpty ? "old store with every note" : "old store with every note, and a copy kept aside" }
             if inStore == nil, inAside == [device.expected] { return "new seed, old store kept aside with every note" }
             Issue.record("\(label): notes lost: store \(inStore ?? "none"), kept aside \(inAside), expected \(device.expected)")

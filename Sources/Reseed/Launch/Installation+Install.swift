@@ -155,7 +155,9 @@ extension Installation {
         var invalid = storeState == .notSQLite
         if storeState == .sqlite {
             let deadline = ContinuousClock.now.advanced(by: configuration.busyTimeout)
-            switch try StoreGuard.acquire(path: storePath, for: .replace, deadline: deadline) {
+            // A store kept aside keeps its content at its second name: switched out of WAL first, so the
+            // file alone holds every committed row (a `-wal` beside the kept file could go stale).
+            switch try StoreGuard.acquire(path: storePath, for: keepAside ? .move : .replace, deadline: deadline) {
             case .guarded(let held):
                 storeGuard = held
             case .notADatabase(let why):
@@ -190,8 +192,8 @@ extension Installation {
 
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.
     ///
-    /// Its `-wal` gets the second name's `-wal` too (rows committed since the last checkpoint are
-    /// there: SQLite reads them with the file kept aside). A second name the store already has (an
+    /// A store that could not be switched out of WAL (not a usable database) has its `-wal` given the
+    /// second name's `-wal` too (rows committed since the last checkpoint are there). A second name the store already has (an
     /// install killed between this link and its rename) is taken again: the same file is never kept aside twice.
     private func keepStoreAside() throws(ReseedError) -> URL {
         let layout = StoreLayout(storeFileName: storeName)
