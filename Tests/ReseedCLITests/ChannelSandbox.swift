@@ -73,9 +73,11 @@ final class ChannelSandbox {
     /// An updater of the app shipping `bundled`. The idle timeout is generous by default (a busy
     /// 2-core machine can hold a transfer's threads for seconds); the timeout tests pass short ones.
     func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(120),
-                 manifestDeadline: Duration = .seconds(120), allowsDowngrade: Bool = false, clockSkew: Duration? = nil) -> ChannelUpdater {
+                 manifestDeadline: Duration = .seconds(120), allowsDowngrade: Bool = false, clockSkew: Duration? = nil,
+                 now: (@Sendable () -> Date)? = nil) -> ChannelUpdater {
         var configuration = ChannelUpdater.Configuration()
         if let clockSkew { configuration.clockSkew = clockSkew }
+        if let now { configuration.now = now }
         configuration.timeout = timeout
         configuration.manifestDeadline = manifestDeadline
         configuration.allowsDowngrade = allowsDowngrade

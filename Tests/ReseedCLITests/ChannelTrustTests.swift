@@ -66,11 +66,12 @@ import Testing
         let bundled = try sandbox.seed("1.0.0")
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
-        try sandbox.forgeManifest { $0.expires = .now.addingTimeInterval(3) }
+        try sandbox.forgeManifest { $0.expires = .now.addingTimeInterval(3600) }
         #expect(try await sandbox.updater(bundled).update().action == .updated)
-        try await Task.sleep(for: .seconds(4))
 
-        let error = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled, clockSkew: .zero).update() }
+        // Two hours later, by the updater's clock: no sleep.
+        let later = { @Sendable in Date(timeIntervalSinceNow: 7200) }
+        let error = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled, clockSkew: .zero, now: later).update() }
         #expect(error.code == .channelExpired)
         #expect(try sandbox.server.requests().last { $0.path == "/channel.json" }?.status == 304)
     }

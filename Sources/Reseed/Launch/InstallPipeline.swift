@@ -48,9 +48,11 @@ struct InstallPipeline: Sendable {
     /// A failure of one stage: ``changedNothing`` says whether the store was left as it was, so that
     /// a caller with another way to the same seed (a delta's update, which can download the full
     /// seed) knows it may take it.
-    struct Failure: Error, Sendable {
+    struct Failure: Error, Sendable, CustomStringConvertible {
         var stage: Stage
         var error: ReseedError
+        /// The error's own sentence: whoever prints a failure prints what a user can read.
+        var description: String { error.description }
         /// True before the swap: the store and the preferences are as they were.
         var changedNothing: Bool { stage < .swap }
         /// True when the seed's own copy or its checks failed: another source of the same seed may

@@ -70,7 +70,7 @@ extension ChannelUpdater {
                                    onResponse: { head throws(ReseedError) in try buffer.begin(head) },
                                    onData: { data throws(ReseedError) in try buffer.append(data) })
         let highest = recorded?.url == channelURL.absoluteString ? recorded?.keysVersion : nil
-        let now = Date()
+        let now = configuration.now()
         if buffer.isMissing {
             if let highest {
                 throw ReseedError(.channelRefused, step: .checkKeys, url: url, message:

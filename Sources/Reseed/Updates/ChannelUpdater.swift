@@ -67,6 +67,13 @@ public struct ChannelUpdater: Sendable {
         /// How far behind the device's clock may be: a manifest, or a channel key, is refused only
         /// once its expiry plus this allowance has passed. Default 5 minutes.
         public var clockSkew: Duration = .seconds(300)
+        /// The wall clock expiry is checked against (a manifest's `expires`, a channel key's). Default
+        /// the system's; a test hands in a fixed or advancing one instead of waiting.
+        ///
+        /// ```swift
+        /// configuration.now = { Date(timeIntervalSinceNow: 86_400) }   // as if a day had passed
+        /// ```
+        public var now: @Sendable () -> Date = { Date() }
         /// Called while the seed or its delta downloads with (bytes in the file, total bytes). Default nil.
         ///
         /// The install that follows reports through the launcher's ``Launcher/Configuration/progress``
@@ -357,7 +364,7 @@ public struct ChannelUpdater: Sendable {
 
     /// Refuses a manifest whose `expires`, plus the clock-skew allowance, has passed.
     private func checkExpiry(_ expires: Date, url: URL) throws(ReseedError) {
-        guard ChannelTrust.hasPassed(expires, now: Date(), allowance: configuration.clockSkew) else { return }
+        guard ChannelTrust.hasPassed(expires, now: configuration.now(), allowance: configuration.clockSkew) else { return }
         throw ReseedError(.channelExpired, step: .checkManifest, url: url, message:
             "the channel's \(ChannelManifest.fileName) expired at \(RFC3339.string(expires)); refusing a manifest the publisher no longer vouches for")
     }
