@@ -1,4 +1,3 @@
-import CReseedSystem
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -156,9 +155,7 @@ package enum SeedDelta {
         configuration.foreignKeysEnabled = false
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA trusted_schema = OFF")
-            guard reseed_sqlite_disable_triggers(UnsafeMutableRawPointer(db.sqliteConnection)) == 0 else {
-                throw ReseedError(.database, step: .applyDelta, path: targetPath, message: "SQLite did not turn triggers off for the delta")
-            }
+            try db.turnTriggersOff(step: .applyDelta, path: targetPath, for: "the delta")
         }
         let queue = try during(.applyDelta, path: targetPath) { try DatabaseQueue(path: targetPath, configuration: configuration) }
         defer { try? queue.close() }

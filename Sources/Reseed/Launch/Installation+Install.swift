@@ -198,14 +198,15 @@ extension Installation {
     private func keepStoreAside() throws(ReseedError) -> URL {
         let layout = StoreLayout(storeFileName: storeName)
         let name = try during(.replace, path: storePath) { () throws -> String in
-            var name: String?
+            var existing: String?
             if let store = try directory.status(storeName), store.linkCount > 1 {
-                for other in try directory.names() where other.hasPrefix(layout.asidePrefix) {
-                    if let kept = try directory.status(other), kept.device == store.device, kept.inode == store.inode { name = other }
+                existing = try directory.names().first { other in
+                    guard other.hasPrefix(layout.asidePrefix), let kept = try directory.status(other) else { return false }
+                    return kept.device == store.device && kept.inode == store.inode
                 }
             }
-            let aside = name ?? layout.asideName()
-            if name == nil { try directory.link(storeName, to: aside) }
+            let aside = existing ?? layout.asideName()
+            if existing == nil { try directory.link(storeName, to: aside) }
             if try directory.status(StoreLayout.wal(of: storeName))?.kind == .regular, try directory.status(StoreLayout.wal(of: aside)) == nil {
                 try directory.link(StoreLayout.wal(of: storeName), to: StoreLayout.wal(of: aside))
             }

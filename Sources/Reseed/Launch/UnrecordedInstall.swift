@@ -17,8 +17,8 @@ import ReseedSystem
 /// database page. A file of another identity that holds the recorded version (restored, copied) gets
 /// its fingerprint recorded by the next launch that installs nothing, so it is read once.
 struct UnrecordedInstall: Sendable {
-    /// The name and version the store file's metadata table says.
-    var embedded: (name: String, version: String)
+    /// What the store file's metadata table says.
+    var embedded: SeedMetadata
     /// The store file's fingerprint now.
     var fingerprint: String
     /// The file holds the recorded version: it was copied or restored (a device restored from a
@@ -32,7 +32,7 @@ struct UnrecordedInstall: Sendable {
     static func find(name: String, entry: PreferencesFile.Entry?, in directory: Directory) -> UnrecordedInstall? {
         let storeName = StoreLayout(store: name).storeFileName
         guard let entry, let recorded = entry.version, let fingerprint = entry.storeFingerprint,
-              let found = try? directory.status(storeName), let status = found as FileStatus?, status.kind == .regular,
+              let status = (try? directory.status(storeName)) ?? nil, status.kind == .regular,
               !fingerprint.hasPrefix("\(status.device):\(status.inode):"),
               let embedded = embeddedMetadata(path: directory.path(storeName)),
               embedded.name == name else { return nil }
@@ -42,17 +42,13 @@ struct UnrecordedInstall: Sendable {
     /// The store's name and version, read through an immutable attachment: no lock taken, no `-wal`
     /// or `-shm` made, nothing changed in the data directory (a launch that fails later leaves it as it
     /// was). A seed's metadata table is written when it is built, never after, so its pages are in the file.
-    private static func embeddedMetadata(path: String) -> (name: String, version: String)? {
+    private static func embeddedMetadata(path: String) -> SeedMetadata? {
         guard let queue = try? DatabaseQueue() else { return nil }
         defer { try? queue.close() }
-        let values = try? queue.inDatabase { db -> [String: String] in
+        return (try? queue.inDatabase { db in
             try Launcher.attachSeed(db, uri: Launcher.readOnlyURI(path), path: path)
-            let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(Launcher.seedSchema).\(SeedMetadata.tableName) WHERE key IN ('name', 'version')")
-            return Dictionary(rows.compactMap { row in (row["key"] as String?).flatMap { key in (row["value"] as String?).map { (key, $0) } } },
-                              uniquingKeysWith: { first, _ in first })
-        }
-        guard let name = values?["name"], let version = values?["version"] else { return nil }
-        return (name, version)
+            return try SeedMetadata.read(db, schema: Launcher.seedSchema)
+        }) ?? nil
     }
 
     /// What the preferences should say: the embedded version, from the bundle when it is the

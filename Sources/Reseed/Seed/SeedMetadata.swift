@@ -31,16 +31,21 @@ public struct SeedMetadata: Sendable, Hashable {
 
     /// Reads the metadata of the database `db` is connected to; nil when it has no metadata table.
     public static func read(_ db: Database) throws -> SeedMetadata? {
-        guard try db.tableExists(tableName) else { return nil }
-        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(tableName)")
+        try read(db, schema: "main")
+    }
+
+    /// Reads the metadata of the database attached as `schema`; nil when it has no metadata table.
+    static func read(_ db: Database, schema: String) throws -> SeedMetadata? {
+        guard try db.tableExists(tableName, in: schema) else { return nil }
+        let rows = try Row.fetchAll(db, sql: "SELECT key, value FROM \(schema).\(tableName)")
         var values: [String: String] = [:]
         for row in rows {
             if let key: String = row["key"], let value: String = row["value"] { values[key] = value }
         }
         guard let name = values["name"], let version = values["version"] else { return nil }
         var steps: [SeedManifest.Step] = []
-        if try db.tableExists(stepsTableName) {
-            steps = try Row.fetchAll(db, sql: "SELECT id, checksum FROM \(stepsTableName) ORDER BY position").map {
+        if try db.tableExists(stepsTableName, in: schema) {
+            steps = try Row.fetchAll(db, sql: "SELECT id, checksum FROM \(schema).\(stepsTableName) ORDER BY position").map {
                 SeedManifest.Step(id: $0["id"], checksum: $0["checksum"])
             }
         }

@@ -78,10 +78,6 @@ extension Installation {
                               message: "the store file may hold the user's tables, so a delta cannot start from it; run the update again to install the full seed")
         }
         let importer = UserTableImport(directory: directory, storeName: storeName, logger: logger)
-        // The user store's own lock too: the app's migrations run, and another launch's may be running.
-        let userLock = try StoreLock.acquire(StoreLayout(storeFileName: userStore.fileName).installLock, in: directory,
-                                             timeout: configuration.lockTimeout, timeoutMessage: "another launcher holds the user store '\(userStore.name)'")
-        defer { userLock.release() }
         // A compressed seed is decompressed beside the store for the look (and removed after it).
         try seed.withDatabaseFile(temporaryDirectory: directory.url, step: .checkUserStore) { seedPath throws(ReseedError) in
             // A declared table the seed has too is the seed's: copied, it would hide the seed's rows.
@@ -112,11 +108,7 @@ extension Installation {
             guard !owned.isEmpty else { return }
             step.storeHoldsUserTables = true
             guard !declared.isEmpty else { return }
-            var database = launcher.poolConfiguration
-            let uri = Launcher.readOnlyURI(seedPath)
-            database.prepareDatabase { db in try Launcher.attachSeed(db, uri: uri, path: seedPath) }
-            let carried = try importer.carry(declared, into: userStore.fileName, target: try importTarget(userStore, userState),
-                                             database: database, migrator: userStore.migrator)
+            let carried = try carry(declared, with: importer, seedAt: seedPath, userStore: userStore, userState: userState)
             step.imported = carried.rows
             step.stranded += carried.stranded
             step.appliedMigrations = carried.appliedMigrations
@@ -150,16 +142,8 @@ extension Installation {
             _ = try preferences.record(remaining.0, for: manifest.name, clearing: remaining.1, timeout: configuration.lockTimeout, logger: logger)
             return
         }
-        let userLock = try StoreLock.acquire(StoreLayout(storeFileName: userStore.fileName).installLock, in: directory,
-                                             timeout: configuration.lockTimeout, timeoutMessage: "another launcher holds the user store '\(userStore.name)'")
-        defer { userLock.release() }
-        var database = launcher.poolConfiguration
-        let uri = Launcher.readOnlyURI(storePath)
-        let seedPath = storePath
-        database.prepareDatabase { db in try Launcher.attachSeed(db, uri: uri, path: seedPath) }
         let importer = UserTableImport(directory: directory, storeName: stranded.file, logger: logger)
-        let carried = try importer.carry(wanted, into: userStore.fileName, target: try importTarget(userStore, userState),
-                                         database: database, migrator: userStore.migrator)
+        let carried = try carry(wanted, with: importer, seedAt: storePath, userStore: userStore, userState: userState)
         step.imported = carried.rows
         step.stranded = carried.stranded
         step.appliedMigrations = carried.appliedMigrations
@@ -168,6 +152,22 @@ extension Installation {
         ])
         // A crash before this write carries them again next time, and finds them carried.
         _ = try preferences.record(remaining.0, for: manifest.name, clearing: remaining.1, timeout: configuration.lockTimeout, logger: logger)
+    }
+
+    /// Carries `tables` with `importer` into the user store, under the user store's own lock (the app's
+    /// migrations run first, and another launch's may be running), the seed at `seedPath` attached as at
+    /// every launch.
+    private func carry(
+        _ tables: [(declared: String, name: String)], with importer: UserTableImport, seedAt seedPath: String,
+        userStore: Launcher.UserStore, userState: StoreState
+    ) throws(ReseedError) -> UserTableImport.Carried {
+        let userLock = try StoreLock.acquire(userStore.lockName, in: directory, timeout: configuration.lockTimeout, timeoutMessage: userStore.lockHolder)
+        defer { userLock.release() }
+        var database = launcher.poolConfiguration
+        let uri = Launcher.readOnlyURI(seedPath)
+        database.prepareDatabase { db in try Launcher.attachSeed(db, uri: uri, path: seedPath) }
+        return try importer.carry(tables, into: userStore.fileName, target: try importTarget(userStore, userState),
+                                  database: database, migrator: userStore.migrator)
     }
 
     /// Where an import puts the rows: a new user store, or the existing one when it has a schema.

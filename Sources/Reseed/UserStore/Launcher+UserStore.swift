@@ -176,8 +176,7 @@ extension Launcher {
         if !userStore.migrator.migrations.allSatisfy(inspection.applied.contains) {
             // Under the user store's lock: another launch (a process, or a pool of this one) may be
             // migrating the same file; the migrator reads what is applied again once it holds it.
-            let locked = try lockInDataDirectory(StoreLayout(storeFileName: userStore.fileName).installLock,
-                                                 heldBy: "another launcher holds the user store '\(userStore.name)'")
+            let locked = try lockInDataDirectory(userStore.lockName, heldBy: userStore.lockHolder)
             defer { locked.lock.release() }
             outcome.appliedMigrations += try UserStoreSchema.migrate(pool, with: userStore.migrator, path: path)
         }

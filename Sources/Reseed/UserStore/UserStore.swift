@@ -46,6 +46,12 @@ extension Launcher {
 
         /// The user store's file name, `<name>.sqlite`.
         public var fileName: String { StoreLayout.fileName(ofStore: name) }
+
+        /// The lock its imports and the app's migrations take: `.<name>.sqlite.reseed-lock`.
+        var lockName: String { StoreLayout(storeFileName: fileName).installLock }
+
+        /// Who keeps that lock, as the timeout's sentence says it.
+        var lockHolder: String { "another launcher holds the user store '\(name)'" }
     }
 
     /// The schema name the seed is attached under on every connection of a user store's pool.

@@ -1,4 +1,3 @@
-import CReseedSystem
 import Foundation
 import GRDB
 import Logging
@@ -88,6 +87,8 @@ struct UserTableImport {
             logger.notice("removed temporary files of an interrupted import", metadata: ["files": "\(removed)"])
         }
         let temporary = Directory.temporaryName(for: userFileName)
+        // Sidecars SQLite made for the temp file, whichever way this ends.
+        defer { for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) } }
         let carried: Carried
         do throws(ReseedError) {
             _ = try during(.importUserTables, path: directory.path(temporary)) { try directory.createExclusive(temporary) }
@@ -105,10 +106,8 @@ struct UserTableImport {
             }
         } catch {
             _ = try? directory.remove(temporary)
-            for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) }
             throw error
         }
-        for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) }
         logger.info("copied the user's tables into the user store", metadata: ["userStore": "\(userPath)", "rows": "\(carried.rows)"])
         return carried
     }
@@ -140,9 +139,7 @@ struct UserTableImport {
             try queue.writeWithoutTransaction { db in
                 // The rows go in as they were: a foreign key among them is not checked, no trigger fires.
                 try db.execute(sql: "PRAGMA foreign_keys = OFF")
-                guard reseed_sqlite_disable_triggers(UnsafeMutableRawPointer(db.sqliteConnection)) == 0 else {
-                    throw ReseedError(.database, step: .importUserTables, path: userPath, message: "SQLite did not turn triggers off for the import")
-                }
+                try db.turnTriggersOff(step: .importUserTables, path: userPath, for: "the import")
                 // The rows are on disk before the swap replaces the store they came from.
                 if !temporary { try db.execute(sql: "PRAGMA synchronous = FULL") }
                 try db.execute(sql: "ATTACH DATABASE ? AS \(Self.source)", arguments: [storePath])

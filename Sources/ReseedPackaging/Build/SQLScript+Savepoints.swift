@@ -1,3 +1,5 @@
+import ReseedSystem
+
 /// The savepoints a `.sql` step holds open, as SQLite keeps them: `SAVEPOINT name` pushes one,
 /// `RELEASE [SAVEPOINT] name` pops it with every one above it, `ROLLBACK TO` leaves them open.
 ///
@@ -6,8 +8,8 @@ struct OpenSavepoints {
     struct Savepoint {
         /// The name as written, without its quotes.
         var name: String
-        /// SQLite's form of the name: ASCII letters lower-cased.
-        var key: [UInt8]
+        /// SQLite's form of the name: ASCII letters lower-cased (``Swift/String/sqlFolded``).
+        var key: String
         /// The line of its `SAVEPOINT`.
         var line: Int
     }
@@ -22,20 +24,16 @@ struct OpenSavepoints {
         guard let first = words.first, first == "SAVEPOINT" || first == "RELEASE" else { return }
         let tokens = Self.tokens(Array(statement.sql.utf8), 3)
         // RELEASE [SAVEPOINT] name: a name alone after RELEASE SAVEPOINT is the name itself.
-        let skipsKeyword = first == "RELEASE" && tokens.count == 3 && !tokens[1].quoted && Self.key(tokens[1].text) == Array("savepoint".utf8)
+        let skipsKeyword = first == "RELEASE" && tokens.count == 3 && !tokens[1].quoted
+            && String(decoding: tokens[1].text, as: UTF8.self).sqlFolded == "savepoint"
         let position = skipsKeyword ? 2 : 1
         guard position < tokens.count else { return }
-        let name = tokens[position].text
+        let name = String(decoding: tokens[position].text, as: UTF8.self)
         if first == "SAVEPOINT" {
-            stack.append(Savepoint(name: String(decoding: name, as: UTF8.self), key: Self.key(name), line: statement.line))
-        } else if let index = stack.lastIndex(where: { $0.key == Self.key(name) }) {
+            stack.append(Savepoint(name: name, key: name.sqlFolded, line: statement.line))
+        } else if let index = stack.lastIndex(where: { $0.key == name.sqlFolded }) {
             stack.removeSubrange(index...)
         }
-    }
-
-    /// ASCII letters lower-cased, as SQLite's `sqlite3StrICmp` compares names.
-    private static func key(_ name: [UInt8]) -> [UInt8] {
-        name.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }
     }
 
     /// The first `count` tokens of a statement: a word as written, or a quoted name (`"…"`, `'…'`,

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedSystem
 
 /// The schema of a database `reseed init --from` turns into steps, checked to be carried exactly.
 struct SourceSchema {
@@ -133,7 +134,7 @@ struct SourceSchema {
         let keyIndexes = try Int.fetchOne(db, sql: "SELECT count(*) FROM pragma_index_list(?) WHERE origin = 'pk'", arguments: [name]) ?? 0
         let rowidColumn: String? = !withoutRowid && key.count == 1 && keyIndexes == 0 ? key[0]["name"] : nil
         if !withoutRowid && rowidColumn == nil {
-            let names = Set(columns.map { ($0["name"] as String? ?? "").lowercased() })
+            let names = Set(columns.map { ($0["name"] as String? ?? "").sqlFolded })
             if names.isSuperset(of: ["rowid", "_rowid_", "oid"]) {
                 throw PackagingError(.notImportable, step: .importDatabase, path: path, message: """
                     table '\(excerpt(name))' has columns named rowid, _rowid_ and oid and no INTEGER PRIMARY KEY, so no name \
