@@ -19,7 +19,7 @@ extension Installation {
     /// - Throws: ``ReseedError`` at step ``ReseedError/Step/applyDelta`` (``ReseedError/Code/deltaMismatch``,
     ///   ``ReseedError/Code/invalidDelta``, ``ReseedError/Code/verificationFailed`` for another
     ///   content hash) or ``ReseedError/Step/verify``; `temporary` and its journal are removed.
-    func applyDelta(_ deltaPath: String, into temporary: String, progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(ReseedError) {
+    func applyDelta(_ deltaPath: String, into temporary: String) throws(ReseedError) {
         let path = directory.path(temporary)
         guard let expected = manifest.contentHash else {
             throw ReseedError(.invalidManifest, step: .applyDelta, path: deltaPath, message: "the channel states no content hash for the delta's result")

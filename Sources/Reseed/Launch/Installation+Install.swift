@@ -13,9 +13,12 @@ extension Installation {
     /// decompression reads every byte anyway, and the manifest describes the database, not the
     /// gzip file. A stream that does not decompress fails as ``ReseedError/Code/verificationFailed``
     /// naming the seed file, and the store stays as it was.
-    func copyAndVerify(into temporary: String, progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(ReseedError) {
+    func copyAndVerify(into temporary: String) throws(ReseedError) {
+        guard let seed = source.seed else {
+            throw ReseedError(.invalidArgument, step: .copy, path: source.path, message: "a delta is applied, not copied")
+        }
         let seedPath = seed.fileURL.path
-        let source = try seed.openFile(at: .copy)
+        let input = try seed.openFile(at: .copy)
         let total = manifest.size
         let report = progress.map { report in { @Sendable (done: Int64) in report(done, total) } }
         try during(.copy, path: directory.path(temporary)) {
@@ -24,7 +27,7 @@ extension Installation {
                 // sparse file, a gzip bomb) is refused after size + 1 bytes, never copied until the disk fills.
                 let copied = try during(.copy, path: seedPath) {
                     try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in
-                        try seed.copyDatabase(from: source, to: destination, hashing: checksSHA256, progress: report)
+                        try seed.copyDatabase(from: input, to: destination, hashing: checksSHA256, progress: report)
                     }
                 }
                 // Before the fsync: the checks read the copy from the page cache, and a copy that fails them is removed unsynced.
@@ -37,12 +40,12 @@ extension Installation {
 
     /// What the copy stage will write (see ``DiskSpace``): the seed's temp copy, or for a delta the
     /// copy of the installed store it is applied to and what the apply adds, sized by the decompressed delta.
-    func diskSpace(for source: InstallPipeline.Source) throws(ReseedError) -> DiskSpace {
+    func diskSpace() throws(ReseedError) -> DiskSpace {
         let seed = "\(manifest.name) \(manifest.version)"
         switch source {
-        case .seed:
+        case .bundled, .downloaded, .compressed:
             return DiskSpace(purpose: "install \(seed)", needed: DiskSpace.install(seedSize: manifest.size))
-        case .delta(let deltaPath):
+        case .delta(let deltaPath, _):
             let deltaSize = try during(.checkSpace, path: deltaPath) { try FileSystem.openRegularFile(deltaPath).status().size }
             let installedSize = try DiskSpace.installedSize(of: storeName, in: directory)
             return DiskSpace(purpose: "install \(seed) from a delta", needed: DiskSpace.deltaInstall(installedSize: installedSize, deltaSize: deltaSize))
@@ -50,16 +53,20 @@ extension Installation {
     }
 
     /// Whether the copy's SHA-256 is checked: when ``verification`` asks, and always for a compressed seed.
-    private var checksSHA256: Bool { verification == .checksum || seed.isCompressed }
+    private var checksSHA256: Bool {
+        if case .compressed = source { return true }
+        return verification == .checksum
+    }
 
-    /// The seed is refused: `message` says why, with SQLite's words or those of the error it `causedBy`.
+    /// The seed is refused: `message` says why, with SQLite's words or those of the error it `causedBy`;
+    /// the error names the source's file (the seed, or the delta).
     func verificationFailure(_ message: String, causedBy cause: (any Error)? = nil) -> ReseedError {
         if let cause = cause as? DatabaseError {
-            return ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, databaseError: cause, message: message)
+            return ReseedError(.verificationFailed, step: .verify, path: source.path, databaseError: cause, message: message)
         }
         let detail = cause.map { ($0 as? ReseedError)?.message ?? plainDescription(of: $0) ?? systemErrno(of: $0)?.phrase ?? "it failed" }
             .map { ": " + $0 } ?? ""
-        return ReseedError(.verificationFailed, step: .verify, path: seed.fileURL.path, message: message + detail)
+        return ReseedError(.verificationFailed, step: .verify, path: source.path, message: message + detail)
     }
 
     /// The O(1) checks of ``Verification/size``, and the SHA-256 of ``Verification/checksum``.
@@ -145,11 +152,13 @@ extension Installation {
     /// first gets a second name so replacing it loses nothing.
     ///
     /// `onKeptAside` hears the second name before the rename (what it records survives a kill there).
+    /// With `retire`, a store not kept aside gets a temp second name instead, for the caller to remove
+    /// later (freeing a large file's blocks takes time; a crash leaves the name to the next clean-up).
     ///
-    /// - Returns: that second name, when the old store was kept aside.
+    /// - Returns: the second name the old store was kept aside at, and its temp name when retired.
     func swap(
-        in temporary: String, storeState: StoreState, keepAside: Bool, onKeptAside: ((URL) throws(ReseedError) -> Void)? = nil
-    ) throws(ReseedError) -> URL? {
+        in temporary: String, storeState: StoreState, keepAside: Bool, retire: Bool = false, onKeptAside: ((URL) throws(ReseedError) -> Void)? = nil
+    ) throws(ReseedError) -> (keptAside: URL?, retired: String?) {
         var storeGuard: StoreGuard?
         defer { storeGuard?.release() }
         var invalid = storeState == .notSQLite
@@ -174,6 +183,12 @@ extension Installation {
             try onKeptAside?(kept)
             keptAside = kept
         }
+        var retired: String?
+        if retire, keptAside == nil, storeState == .sqlite {
+            let name = Directory.temporaryName(for: storeName)
+            // Best effort: without it the rename frees the old blocks itself.
+            if (try? directory.link(storeName, to: name)) != nil { retired = name }
+        }
         try during(.removeSidecars, path: storePath) {
             for suffix in StoreLayout.sidecarSuffixes {
                 try directory.remove(storeName + suffix)
@@ -187,7 +202,7 @@ extension Installation {
         // creates them) and could not remove itself: nothing reads them now, and an up-to-date
         // launch would never look for them. Best effort.
         for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) }
-        return keptAside
+        return (keptAside, retired)
     }
 
     /// Gives an unusable store a second name (a hard link) so replacing it loses nothing.

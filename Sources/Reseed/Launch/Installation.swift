@@ -3,86 +3,29 @@ import Logging
 import ReseedSystem
 import SystemPackage
 
-/// One launch, under the store's lock: decide, and install when needed.
-struct Installation {
-    let launcher: Launcher
-    let seed: Seed
+/// What the install pipeline's steps do, for one request under the store's lock: the seed's
+/// manifest, where it comes from, the locked data directory. ``InstallPipeline`` runs them in order.
+struct Installation: Sendable {
+    let configuration: Launcher.Configuration
+    let data: DataDirectory
+    /// The data directory, open and locked.
     let directory: Directory
-    let preferences: PreferencesFile
-    /// Where `seed` comes from, recorded beside its version. Default the bundle.
-    var source: SeedSource = .bundle
+    /// The seed the store is to hold.
+    let manifest: SeedManifest
+    /// Where it comes from.
+    let source: InstallPipeline.Source
+    /// Hears of the copy (bytes copied, total bytes).
+    var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
 
-    var manifest: SeedManifest { seed.manifest }
-    var configuration: Launcher.Configuration { launcher.configuration }
+    var preferences: PreferencesFile { data.preferences }
     var logger: Logger { configuration.logger }
     var storeName: String { manifest.storeFileName }
     var storePath: String { directory.path(storeName) }
     /// How the copy is checked: as configured for the bundled seed, the full SHA-256 always for a download.
-    var verification: Verification { source == .download ? .checksum : configuration.verification }
+    var verification: Verification { source.recorded == .download ? .checksum : configuration.verification }
 
     /// What the store file is, judged from its first 16 bytes.
     typealias StoreState = Decision.StoreState
-
-    /// Steps 2 to 5 of the install (ARCHITECTURE.md) for a launch or a seed that arrived at runtime;
-    /// the caller holds the lock of step 1 and opens the store, step 6.
-    ///
-    /// - Parameters:
-    ///   - forcedReason: install even when the store looks up to date (it failed to open).
-    ///   - expected: for an update, the version it found recorded and decided against (`.some(nil)`:
-    ///     none). When another process recorded another one since (a launch of an updated app), the
-    ///     seed is refused: it could be older than what that launch installed.
-    ///   - pipelineSource: the seed file itself, or a delta applied to the installed seed.
-    /// - Throws: the stage that failed and its ``ReseedError``.
-    func run(
-        forcing forcedReason: LaunchOutcome.Reason?, expecting expected: String?? = nil, from pipelineSource: InstallPipeline.Source = .seed
-    ) throws(InstallPipeline.Failure) -> LaunchOutcome {
-        let pipeline = InstallPipeline(installation: self, source: pipelineSource)
-        // Step 2, read: a legacy store moved into place (a launch only), the preferences, the store's
-        // first 16 bytes (and its embedded version, only when nothing is recorded for a database in place).
-        let (adoption, recorded, movedAside, state, user, entry, unrecorded) = try InstallPipeline.during(.prepare) { () throws(ReseedError) in
-            let adoption = source == .bundle ? try adoptLegacyStore() : Adoption()
-            var (recorded, movedAside, entry) = try readPreferences()
-            // A swap whose record a crash cut short: decide from, and record, what the store holds.
-            let unrecorded = UnrecordedInstall.find(name: manifest.name, entry: entry, in: directory)
-            if let unrecorded, !unrecorded.isRecordedVersion {
-                recorded = try unrecorded.record(in: preferences, name: manifest.name, bundled: source == .bundle ? manifest.version : nil,
-                                                 userStore: recorded?.userStore, timeout: configuration.lockTimeout, logger: logger)
-            }
-            if let expected, let now = recorded?.version, now != expected, now != manifest.version {
-                throw ReseedError(.channelRefused, step: .checkManifest, path: preferences.url.path, message:
-                    "\(manifest.name) \(now) was installed while this update fetched \(manifest.version) over \(expected ?? "nothing"); not installed (the next update starts from \(now))")
-            }
-            let state = try storeState()
-            // With a user store: an unusable one kept aside, the user's tables copied out of the store.
-            let user = try prepareUserStore(recorded: recorded, entry: entry, storeState: state, from: pipelineSource)
-            return (adoption, recorded, movedAside, state, user, entry, unrecorded)
-        }
-        // Step 2, decide.
-        let decision = Self.decide(Decision.Found(
-            name: manifest.name, version: manifest.version, source: source, recorded: recorded, store: state,
-            preferencesMovedAside: movedAside != nil, forcing: forcedReason ?? user.forcing, storeHoldsUserTables: user.storeHoldsUserTables),
-            storePath: storePath)
-        // Steps 3 and 4, act: copy, verify and swap in the seed when the decision is to install.
-        // Tables of the user's left undeclared in the store file kept aside: a later release that declares
-        // them carries them. (A declared one left there because its user-store table holds other rows is not
-        // tried again: that would fail the same way.)
-        let undeclared = user.stranded.filter { table in !(configuration.userStore?.userTables ?? []).contains { $0.isSameSQLName(as: table) } }
-        var (outcome, swapped) = try act(on: decision, through: pipeline, recorded: recorded, storeState: state, preferencesMovedAside: movedAside,
-                                         keepingAside: user.keepsStoreAside, recordingStranded: undeclared)
-        // Step 5, record the version when the store changed or the preferences did not say what it holds.
-        if let unrecorded, unrecorded.isRecordedVersion, decision.writesNothing {
-            // A restored or copied file holding the recorded version: read once, not at every launch. Best effort.
-            _ = try? unrecorded.recordFingerprint(in: preferences, name: manifest.name, timeout: configuration.lockTimeout, logger: logger)
-        }
-        if needsRecording(decision, recorded: recorded), let aside = try pipeline.record(installed: swapped) {
-            outcome.preferencesMovedAside = aside
-        }
-        user.report(in: &outcome)
-        outcome.adoptedFrom = adoption.adoptedFrom
-        outcome.legacyStoresLeftInPlace = adoption.leftInPlace
-        outcome.userStoreChecked = entry?.userStoreChecked
-        return outcome
-    }
 
     /// What the preferences record for this store, and its whole entry; a corrupt file is moved aside first (and where returned).
     func readPreferences() throws(ReseedError) -> (recorded: Decision.Recorded?, movedAside: URL?, entry: PreferencesFile.Entry?) {
@@ -121,12 +64,10 @@ struct Installation {
         return Decision.Recorded(version: version, source: entry.source ?? .bundle, userStore: entry.userStore)
     }
 
-    /// Acts on `decision`: installs the seed (steps 3 and 4) when it says so, and says what the launch
-    /// did and what it swapped in. Recording the version (step 5) is the caller's.
-    func act(
-        on decision: Decision, through pipeline: InstallPipeline, recorded: Decision.Recorded?, storeState: StoreState,
-        preferencesMovedAside movedAside: URL?, keepingAside: Bool = false, recordingStranded stranded: [String] = []
-    ) throws(InstallPipeline.Failure) -> (LaunchOutcome, InstallPipeline.Swapped?) {
+    /// What acting on `decision` reports before any install: the store up to date, a download kept,
+    /// a version to record, or (for ``Decision/install(reason:previousVersion:)``) the install
+    /// planned, which the pipeline then carries out and completes.
+    func outcome(of decision: Decision, recorded: Decision.Recorded?, preferencesMovedAside movedAside: URL?) -> LaunchOutcome {
         var outcome = LaunchOutcome(
             action: .upToDate, reason: nil, name: manifest.name, version: manifest.version, previousVersion: recorded?.version,
             change: change(from: recorded?.version), storeURL: URL(fileURLWithPath: storePath, isDirectory: false),
@@ -148,31 +89,20 @@ struct Installation {
             outcome.action = .repaired
             outcome.reason = reason
         case .install(let reason, let previousVersion):
-            logger.info("installing seed", metadata: [
-                "store": "\(storePath)", "version": "\(manifest.version)", "reason": "\(reason.rawValue)",
-                "previous": "\(previousVersion ?? "none")",
-            ])
-            // A store that failed to open is kept aside, and one that holds tables of the user's left in it.
-            // The stranded tables are recorded as soon as the store has its second name, before the rename: a
-            // kill after the swap must not leave the kept file unnamed.
-            let recordStranded: ((URL) throws(ReseedError) -> Void)? = stranded.isEmpty ? nil : { kept throws(ReseedError) in
-                _ = try preferences.record([.strandedIn(PreferencesFile.StrandedTables(file: kept.lastPathComponent, tables: stranded))],
-                                           for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
-            }
-            let installed = try pipeline.install(storeState: storeState, keepAside: reason == .storeInvalid || keepingAside,
-                                                 onKeptAside: recordStranded, progress: configuration.progress)
-            logger.info("installed seed", metadata: ["store": "\(storePath)", "version": "\(manifest.version)"])
-            outcome.action = .installed
             outcome.reason = reason
-            outcome.source = source
+            outcome.source = source.recorded
             outcome.verification = verification
             outcome.previousVersion = previousVersion
             outcome.change = change(from: previousVersion)
-            outcome.removedLeftovers = installed.staged.removedLeftovers
-            outcome.storeKeptAside = installed.swapped.keptAside
-            return (outcome, installed.swapped)
         }
-        return (outcome, nil)
+        return outcome
+    }
+
+    /// Records that the user's `tables` stay in the old store file, kept aside at `kept`: a later
+    /// release that declares one of them carries it from there.
+    func recordStranded(_ tables: [String], keptAt kept: URL) throws(ReseedError) {
+        _ = try preferences.record([.strandedIn(PreferencesFile.StrandedTables(file: kept.lastPathComponent, tables: tables))],
+                                   for: manifest.name, timeout: configuration.lockTimeout, logger: logger)
     }
 
     /// Upgrade or downgrade from `previous` to the offered seed, when both can be ordered.
@@ -194,8 +124,10 @@ struct Installation {
     /// When a store was `installed` just now, its incremental content hash and the store file's
     /// fingerprint as the swap left it are recorded too (or cleared, for a manifest without one): a
     /// later delta checks its result from the changed rows only while the file still has that fingerprint.
-    func recordVersion(installed: InstallPipeline.Swapped?) throws(ReseedError) -> URL? {
-        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source)]
+    ///
+    /// `also` is recorded in the same write (an update's channel state).
+    func recordVersion(installed: InstallPipeline.Swapped?, also: [PreferencesFile.Change] = []) throws(ReseedError) -> URL? {
+        var changes: [PreferencesFile.Change] = [.version(manifest.version), .source(source.recorded)] + also
         if let userStore = configuration.userStore { changes.append(.userStore(userStore.name)) }
         // The installed seed's content hash: where a channel's row-level delta may start from (never its version).
         if let contentHash = manifest.contentHash { changes.append(.contentHash(contentHash)) }

@@ -83,8 +83,8 @@ public struct Launcher: Sendable {
     /// (a launch, ``LiveStore/switchTo(_:)``): the app's configuration, the seed attached to a user
     /// store, the user store migrated and checked (``finishOpening(_:outcome:)``), and the repair of
     /// a store that does not open (``open(_:with:)``).
-    func open(_ prepared: LaunchOutcome) throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
-        var (opened, outcome) = try open(prepared) { url in try openPoolReadingSchemaVersion(seed: url) }
+    func open(_ prepared: LaunchOutcome, repairing: Bool = true) throws(ReseedError) -> (database: DatabasePool, outcome: LaunchOutcome) {
+        var (opened, outcome) = try open(prepared, repairing: repairing) { url in try openPoolReadingSchemaVersion(seed: url) }
         try finishOpening(opened.pool, outcome: &outcome, schemaVersion: opened.userSchemaVersion)
         return (opened.pool, outcome)
     }
@@ -92,10 +92,13 @@ public struct Launcher: Sendable {
     /// Opens the store `prepared` names with `open`, waiting out a moment's lock. A store that looked
     /// up to date but is not a database (`SQLITE_NOTADB`, `SQLITE_CORRUPT`) gets the seed installed
     /// once more (reason ``LaunchOutcome/Reason/storeInvalid``; the file is kept aside) and is opened again.
-    func open<Store>(_ prepared: LaunchOutcome, with open: (URL) throws -> Store) throws(ReseedError) -> (Store, LaunchOutcome) {
+    ///
+    /// Without `repairing` (a live store reopening the store it had open, under the install's lock) a
+    /// store that does not open fails as it is.
+    func open<Store>(_ prepared: LaunchOutcome, repairing: Bool = true, with open: (URL) throws -> Store) throws(ReseedError) -> (Store, LaunchOutcome) {
         do {
             return (try openWaiting(prepared.storeURL, open), prepared)
-        } catch let error as DatabaseError where prepared.action != .installed && Self.isUnusable(error) {
+        } catch let error as DatabaseError where repairing && prepared.action != .installed && Self.isUnusable(error) {
             configuration.logger.warning("store did not open; installing the seed again", metadata: ["error": "\(error)"])
             let repaired = try prepare(forcing: .storeInvalid)
             return (try during(.open, path: repaired.storeURL.path) { try openWaiting(repaired.storeURL, open) }, repaired)
@@ -134,10 +137,8 @@ public struct Launcher: Sendable {
 
     private func prepare(forcing forcedReason: LaunchOutcome.Reason?) throws(ReseedError) -> LaunchOutcome {
         let seed = try Seed(at: seedURL)
-        let locked = try lockedInstallation(of: seed, source: .bundle)
-        defer { locked.lock.release() }
         do {
-            return try locked.installation.run(forcing: forcedReason)
+            return try pipeline.run(InstallPipeline.Request(seed, from: .bundle, forcing: forcedReason), holder: ClosedStore())
         } catch {
             throw error.error
         }
@@ -179,7 +180,7 @@ public struct Launcher: Sendable {
     /// A launch that installs does this itself; the up-to-date path does not look, so a
     /// ``LiveStore`` (whose replacements can be interrupted while the version stays) calls it on opening.
     func removeLeftovers(ofStore name: String) throws(ReseedError) -> [String] {
-        let locked = try lockStore(named: name)
+        let locked = try data.lockStore(named: name)
         defer { locked.lock.release() }
         return try during(.cleanUp, path: locked.directory.url.path) {
             try locked.directory.removeTemporaryFiles(for: StoreLayout.fileName(ofStore: name))
@@ -189,33 +190,11 @@ public struct Launcher: Sendable {
     /// The preferences file, through this launcher's file-system seam.
     var preferences: PreferencesFile { PreferencesFile(url: preferencesURL, fileSystem: fileSystem) }
 
-    /// Step 1: opens (creating) the data directory and takes the lock of the store `manifest` names.
-    ///
-    /// - Throws: ``ReseedError/Code/lockTimeout`` when another holder keeps it past ``Configuration/lockTimeout``.
-    func lockStore(_ manifest: SeedManifest) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
-        try lockStore(named: manifest.name)
+    /// The data directory as the install, a live store and an update work with it.
+    var data: DataDirectory {
+        DataDirectory(url: dataDirectory, preferences: preferences, fileSystem: fileSystem, lockTimeout: configuration.lockTimeout)
     }
 
-    /// Step 1 for `seed`'s store, and the install's facts in the locked data directory: what a
-    /// launch, an update of a closed store and a live replace each start the pipeline with.
-    func lockedInstallation(of seed: Seed, source: SeedSource) throws(ReseedError) -> (installation: Installation, lock: StoreLock) {
-        let locked = try lockStore(seed.manifest)
-        return (Installation(launcher: self, seed: seed, directory: locked.directory, preferences: preferences, source: source), locked.lock)
-    }
-
-    /// Step 1 for the store called `name`.
-    func lockStore(named name: String) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
-        try lockInDataDirectory(StoreLayout(store: name).installLock, heldBy: "another launcher holds the store '\(name)'")
-    }
-
-    /// Opens (creating) the data directory and takes the lock file `lockName` in it, waiting up to
-    /// ``Configuration/lockTimeout``; `holder` says who keeps it when the wait runs out.
-    func lockInDataDirectory(_ lockName: String, heldBy holder: String) throws(ReseedError) -> (directory: Directory, lock: StoreLock) {
-        let directory = try during(.prepareDirectory, path: dataDirectory.path) {
-            try fileSystem.openDirectory(dataDirectory, create: true)
-        }
-        let lock = try StoreLock.acquire(lockName, in: directory, timeout: configuration.lockTimeout,
-                                         timeoutMessage: "\(holder) (waited \(configuration.lockTimeout))")
-        return (directory, lock)
-    }
+    /// The install pipeline of this launcher's data directory and configuration.
+    var pipeline: InstallPipeline { InstallPipeline(data: data, configuration: configuration) }
 }

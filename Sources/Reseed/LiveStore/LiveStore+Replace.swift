@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import ReseedSystem
+import Synchronization
 
 extension LiveStore {
     /// What a replacement did.
@@ -48,19 +49,21 @@ extension LiveStore {
     @discardableResult
     public func replace(with seed: Seed) async throws(ReseedError) -> ReplaceOutcome {
         do {
-            return try await replace(with: seed, from: .seed)
+            return try await replace(InstallPipeline.Request(seed, from: .download)).replaced
         } catch {
             throw error.error
         }
     }
 
-    /// Replaces the open store with `seed`, made from `source` (the seed file, or a delta applied
-    /// to the installed seed): the install pipeline's stages before and after the swap, the swap
-    /// itself with this store's pool closed and every operation held back.
-    func replace(with seed: Seed, from source: InstallPipeline.Source) async throws(InstallPipeline.Failure) -> ReplaceOutcome {
-        try await changes.run { () async throws(InstallPipeline.Failure) -> ReplaceOutcome in
+    /// Replaces the open store as `request` says (a downloaded seed, or a delta applied to the
+    /// installed seed): the install pipeline's run, this store holding the store (``Holder``).
+    ///
+    /// - Returns: what the replace did, and the install's outcome (the user tables it carried, the
+    ///   store kept aside, the orphans).
+    func replace(_ request: InstallPipeline.Request) async throws(InstallPipeline.Failure) -> (replaced: ReplaceOutcome, installed: LaunchOutcome) {
+        try await changes.run { () async throws(InstallPipeline.Failure) -> (replaced: ReplaceOutcome, installed: LaunchOutcome) in
             do throws(InstallPipeline.Failure) {
-                return try await self.performReplace(seed, from: source)
+                return try await self.performReplace(request)
             } catch {
                 self.emit(.replaceFailed(error.error))
                 throw error
@@ -68,143 +71,129 @@ extension LiveStore {
         }
     }
 
-    private func performReplace(_ seed: Seed, from source: InstallPipeline.Source) async throws(InstallPipeline.Failure) -> ReplaceOutcome {
+    private func performReplace(_ request: InstallPipeline.Request) async throws(InstallPipeline.Failure) -> (replaced: ReplaceOutcome, installed: LaunchOutcome) {
         let (launcher, name, previous) = state.withLock { ($0.launcher, $0.name, $0.version) }
-        guard seed.manifest.name == name else {
-            throw InstallPipeline.Failure(stage: .prepare, error: ReseedError(.invalidArgument, step: .readManifest, path: seed.manifestURL.path,
-                                          message: "the seed is for store '\(seed.manifest.name)', this store is '\(name)'"))
+        guard request.manifest.name == name else {
+            throw InstallPipeline.Failure(ReseedError(.invalidArgument, step: .readManifest, path: request.source.seed?.manifestURL.path ?? request.source.path,
+                                                      message: "the seed is for store '\(request.manifest.name)', this store is '\(name)'"), origin: .source)
         }
-        let progress: @Sendable (Int64, Int64) -> Void = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
+        var request = request
+        request.progress = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
+        let holder = Holder(store: self, launcher: launcher)
         // At a lower priority: the app goes on using the store meanwhile, and its reads come first.
-        let prepared = try await offload("reseed-replace", background: true) { () throws(InstallPipeline.Failure) in
-            try Self.stage(seed, from: source, launcher: launcher, progress: progress)
+        // The swap itself runs on a thread of normal priority (``Holder/hold(_:installed:)``).
+        let pipeline = launcher.pipeline
+        let installed = try await offload("reseed-replace", background: true) { [request] () throws(InstallPipeline.Failure) in
+            try pipeline.run(request, holder: holder)
         }
-        defer { prepared.lock.release() }
+        let outcome = ReplaceOutcome(version: installed.version, previousVersion: previous, storeURL: storeURL, blockedFor: holder.blockedFor,
+                                     orphans: installed.orphans)
+        if installed.action == .installed {
+            emit(.replaced(version: installed.version, previousVersion: previous))
+            logger.info("replaced the live store", metadata: ["version": "\(installed.version)", "blocked": "\(outcome.blockedFor)"])
+        }
+        return (outcome, installed)
+    }
 
-        await noticeObservers(of: seed.manifest.version)
+    /// A live store as the install pipeline's ``StoreHolder``: the verified copy switched to WAL (as
+    /// the pool would on opening it) before anything is held back; then observers are told, every
+    /// operation is held back, the pool is closed, the swap runs, and the store is opened again
+    /// through ``Launcher/open(_:repairing:)`` (the user store migrated and checked), after which the
+    /// held operations run on it.
+    final class Holder: StoreHolder {
+        let store: LiveStore
+        let launcher: Launcher
+        private let blocked = Mutex<Duration>(.zero)
 
-        let clock = ContinuousClock()
-        let blockedSince = clock.now
-        await gate.enterExclusive()
-        let swapped = await offload("reseed-swap") { () -> Result<(String?, InstallPipeline.Swapped), InstallPipeline.Failure> in
-            Result { () throws(InstallPipeline.Failure) in try self.swapClosed(prepared) }
+        init(store: LiveStore, launcher: Launcher) {
+            self.store = store
+            self.launcher = launcher
         }
-        await gate.exitExclusive()
-        let blockedFor = clock.now - blockedSince
-        let (retired, installed) = try swapped.get()
-        // After access resumed: recording the version (a new store with the old version recorded is
-        // a state the invariant allows), and freeing the old file's blocks, which takes time in
-        // proportion to its size.
-        let recorded = await offload { () -> Result<Void, InstallPipeline.Failure> in
-            defer { if let retired { _ = try? prepared.pipeline.installation.directory.remove(retired) } }
-            return Result { () throws(InstallPipeline.Failure) in _ = try prepared.pipeline.record(installed: installed) }
-        }
-        try recorded.get()
-        var outcome = ReplaceOutcome(version: seed.manifest.version, previousVersion: previous, storeURL: storeURL, blockedFor: blockedFor)
-        if let userStore = launcher.configuration.userStore, let userStoreURL = launcher.userStoreURL, !userStore.references.isEmpty {
-            let pool = state.withLock { $0.pool }
-            outcome.orphans = try await offload { () throws(InstallPipeline.Failure) in
-                try InstallPipeline.during(.record) { () throws(ReseedError) in
-                    try UserStoreSchema.countOrphans(pool, references: userStore.references, path: userStoreURL.path)
+
+        /// How long operations were held back: waiting for running ones, closing, swapping, reopening.
+        var blockedFor: Duration { blocked.withLock { $0 } }
+
+        /// The old file's blocks are freed after operations resume: that takes time in proportion to its size.
+        var retiresOldStore: Bool { true }
+
+        /// Switches the verified copy to WAL mode, as the pool would on opening it, and makes that durable:
+        /// the switch writes and syncs the header, which is work to keep out of the blocked window. With a
+        /// user store the seed is only ever attached read-only: it keeps its rollback journal.
+        func ready(copy temporary: String, in directory: Directory) throws(ReseedError) {
+            guard launcher.configuration.userStore == nil else { return }
+            let path = directory.path(temporary)
+            try during(.open, path: path) {
+                let queue = try DatabaseQueue(path: path)
+                try queue.writeWithoutTransaction { db in
+                    guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                        throw ReseedError(.database, step: .open, path: path, message: "the copy did not switch to WAL mode")
+                    }
                 }
+                try queue.close()
+                try directory.syncFile(temporary)
             }
-            UserStoreSchema.log(outcome.orphans, logger: logger)
         }
-        emit(.replaced(version: seed.manifest.version, previousVersion: previous))
-        logger.info("replaced the live store", metadata: ["version": "\(seed.manifest.version)", "blocked": "\(blockedFor)"])
-        return outcome
-    }
 
-    /// A verified copy of the seed beside the store, under the store's lock.
-    struct PreparedCopy: Sendable {
-        var lock: StoreLock
-        var pipeline: InstallPipeline
-        var staged: InstallPipeline.Staged
-    }
+        func hold(_ swap: @escaping @Sendable () throws(InstallPipeline.Failure) -> InstallPipeline.Swapped, installed: LaunchOutcome)
+            throws(InstallPipeline.Failure) -> (swapped: InstallPipeline.Swapped, opened: LaunchOutcome?)
+        {
+            let (store, launcher) = (store, launcher)
+            Self.wait { await store.noticeObservers(of: installed.version) }
+            let clock = ContinuousClock()
+            let since = clock.now
+            Self.wait { await store.gate.enterExclusive() }
+            let result = BlockingThread.start("reseed-swap") { () -> Result<(InstallPipeline.Swapped, LaunchOutcome), InstallPipeline.Failure> in
+                Result { () throws(InstallPipeline.Failure) in try store.swapClosed(swap, installed: installed, launcher: launcher) }
+            }.join()
+            Self.wait { await store.gate.exitExclusive() }
+            blocked.withLock { $0 = clock.now - since }
+            let (swapped, opened) = try result.get()
+            return (swapped, opened)
+        }
 
-    /// The pipeline's stages up to the swap, under the store's lock: the copy is verified as every
-    /// download is, with the full SHA-256, and checked against the user store; `progress` hears of it.
-    private static func stage(
-        _ seed: Seed, from source: InstallPipeline.Source, launcher: Launcher, progress: @escaping @Sendable (Int64, Int64) -> Void
-    ) throws(InstallPipeline.Failure) -> PreparedCopy {
-        let locked = try InstallPipeline.during(.prepare) { () throws(ReseedError) in try launcher.lockedInstallation(of: seed, source: .download) }
-        let directory = locked.installation.directory
-        do throws(InstallPipeline.Failure) {
-            let pipeline = InstallPipeline(installation: locked.installation, source: source)
-            let staged = try pipeline.stage(progress: progress)
-            do throws(InstallPipeline.Failure) {
-                // With a user store the seed is only ever attached read-only: it keeps its rollback journal.
-                if launcher.configuration.userStore == nil {
-                    try InstallPipeline.during(.verify) { () throws(ReseedError) in try switchToWAL(staged.temporary, in: directory) }
-                }
-            } catch {
-                _ = try? directory.remove(staged.temporary)
-                throw error
+        /// Blocks the pipeline's thread (one of its own, never a task's) until `body` has run.
+        private static func wait(_ body: @escaping @Sendable () async -> Void) {
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                await body()
+                done.signal()
             }
-            return PreparedCopy(lock: locked.lock, pipeline: pipeline, staged: staged)
-        } catch {
-            locked.lock.release()
-            throw error
+            done.wait()
         }
     }
 
-    /// Switches the verified copy to WAL mode, as the pool would on opening it, and makes that durable:
-    /// the switch writes and syncs the header, which is work to keep out of the blocked window.
-    private static func switchToWAL(_ temporary: String, in directory: Directory) throws(ReseedError) {
-        let path = directory.path(temporary)
-        try during(.verify, path: path) {
-            let queue = try DatabaseQueue(path: path)
-            try queue.writeWithoutTransaction { db in
-                guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
-                    throw ReseedError(.database, step: .verify, path: path, message: "the copy did not switch to WAL mode")
-                }
-            }
-            try queue.close()
-            try directory.syncFile(temporary)
-        }
-    }
-
-    /// With every operation held back: close the pool, swap the files (up to the directory fsync), reopen.
+    /// With every operation held back: close the pool, `swap` (up to the directory fsync), reopen.
     /// Before the rename, a failure reopens the old store; after it, the new one.
-    ///
-    /// - Returns: a second name of the old store file (a temp name, so a crash leaves it to the
-    ///   next launch's clean-up), for the caller to remove once access has resumed; and the swap,
-    ///   with the new file's fingerprint taken before the pool reopens it.
-    private func swapClosed(_ prepared: PreparedCopy) throws(InstallPipeline.Failure) -> (retired: String?, swapped: InstallPipeline.Swapped) {
-        let (pool, launcher, storeURL) = state.withLock { ($0.pool, $0.launcher, $0.storeURL) }
-        try InstallPipeline.during(.swap) { () throws(ReseedError) in
+    private func swapClosed(
+        _ swap: () throws(InstallPipeline.Failure) -> InstallPipeline.Swapped, installed: LaunchOutcome, launcher: Launcher
+    ) throws(InstallPipeline.Failure) -> (InstallPipeline.Swapped, LaunchOutcome) {
+        let (pool, name, version, storeURL) = state.withLock { ($0.pool, $0.name, $0.version, $0.storeURL) }
+        try InstallPipeline.during(.store) { () throws(ReseedError) in
             try during(.checkStoreNotInUse, path: pool.path) {
                 try pool.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
                 try pool.close()
             }
         }
-        let directory = prepared.pipeline.installation.directory
-        let storeName = prepared.pipeline.installation.storeName
-        var retired: String? = Directory.temporaryName(for: storeName)
-        if let name = retired, (try? directory.link(storeName, to: name)) == nil { retired = nil }
         let swapped: InstallPipeline.Swapped
         do throws(InstallPipeline.Failure) {
-            // The open store is a database: it is kept aside only if the guard finds it is not one.
-            swapped = try prepared.pipeline.swap(prepared.staged, storeState: .sqlite, keepAside: false)
+            swapped = try swap()
         } catch {
-            if let retired { _ = try? directory.remove(retired) }
-            try InstallPipeline.during(.swap) { () throws(ReseedError) in try reopen(storeURL, launcher: launcher, version: nil) }
+            // The store it had open, as it was: reopened as is, never installed again under the install's lock.
+            let old = LaunchOutcome(action: .upToDate, reason: nil, name: name, version: version, previousVersion: version, change: nil,
+                                    storeURL: storeURL, preferencesMovedAside: nil)
+            let (reopened, _) = try InstallPipeline.during(.store) { () throws(ReseedError) in try launcher.open(old, repairing: false) }
+            state.withLock { $0.pool = reopened }
             throw error
         }
-        try InstallPipeline.during(.swap) { () throws(ReseedError) in
-            try reopen(storeURL, launcher: launcher, version: prepared.pipeline.installation.manifest.version)
-        }
-        return (retired, swapped)
-    }
-
-    /// Opens the pool again on `storeURL` (with a user store: the user store, the seed attached).
-    private func reopen(_ storeURL: URL, launcher: Launcher, version: String?) throws(ReseedError) {
-        let pool = try during(.open, path: storeURL.path) {
-            try launcher.openWaiting(storeURL) { try launcher.openPool(seed: $0) }
-        }
-        state.withLock { state in
-            state.pool = pool
-            if let version { state.version = version }
+        do throws(ReseedError) {
+            let (reopened, opened) = try launcher.open(installed, repairing: false)
+            state.withLock { state in
+                state.pool = reopened
+                state.version = installed.version
+            }
+            return (swapped, opened)
+        } catch {
+            throw InstallPipeline.Failure(error, origin: .store, changedNothing: false)
         }
     }
 }

@@ -30,9 +30,9 @@ extension ChannelUpdater {
     /// `received` counts the delta's bytes this call downloaded, whether or not it then succeeds.
     ///
     /// - Throws: a disk too short for the delta's download, decompression and install (``DiskSpace``)
-    ///   as the pipeline's check-space stage, before anything is downloaded; any other failure as the
-    ///   pipeline's copy stage (any failure here leaves the store as it was, and the caller falls back
-    ///   to the full seed after a copy-stage one).
+    ///   as the environment's failure, before anything is downloaded; any other failure as the source's
+    ///   (any failure here leaves the store as it was, and the caller falls back to the full seed
+    ///   after a failure of the source's).
     func fetchDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context, received: inout Int64)
         async throws(InstallPipeline.Failure) -> DeltaFile
     {
@@ -43,7 +43,7 @@ extension ChannelUpdater {
             keeping: manifest.offeredSHA256)
         // Before any byte: a disk too short for the delta is shorter still for the full seed, so this
         // failure is not the source's (no fallback).
-        try InstallPipeline.during(.checkSpace) { () throws(ReseedError) in
+        try InstallPipeline.during(.environment) { () throws(ReseedError) in
             let installedSize = try DiskSpace.installedSize(of: StoreLayout(store: manifest.name).storeFileName, in: directory)
             try DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version) from a delta", needed: DiskSpace.deltaUpdate(
                 deltaSize: delta.file.size, alreadyDownloaded: download.alreadyDownloaded, installedSize: installedSize)).check(in: directory)
@@ -52,7 +52,7 @@ extension ChannelUpdater {
         do {
             downloaded = try await download.run()
         } catch {
-            throw InstallPipeline.Failure(stage: .copy, error: error)
+            throw InstallPipeline.Failure(error, origin: .source)
         }
         received += downloaded.received
         let deltaName = SeedDownload.prefix(forStore: manifest.name) + "delta-" + String(delta.file.sha256.prefix(16)) + ".sqlite"
@@ -62,7 +62,7 @@ extension ChannelUpdater {
         }
         do {
             try await offload("reseed-delta") { () throws(InstallPipeline.Failure) in
-                try InstallPipeline.during(.copy) { () throws(ReseedError) in
+                try InstallPipeline.during(.source) { () throws(ReseedError) in
                     try self.decompress(downloaded.file, encoding: delta.file.encoding, into: deltaName, limit: manifest.size, in: directory)
                 }
             }

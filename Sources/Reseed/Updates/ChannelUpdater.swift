@@ -219,12 +219,12 @@ public struct ChannelUpdater: Sendable {
     public func update() async throws(ReseedError) -> Outcome {
         let context = try await offload { () throws(ReseedError) in try self.context() }
         defer { context.lock.release() }
-        let logger = context.launcher.configuration.logger
+        let logger = context.logger
         let baseline = context.installed ?? context.bundled
         var outcome = Outcome(
             action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
             notModified: false, downloadedBytes: 0, storeURL: context.storeURL)
-        outcome.userStoreURL = context.launcher.userStoreURL
+        outcome.userStoreURL = context.userStoreURL
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
@@ -272,7 +272,7 @@ public struct ChannelUpdater: Sendable {
 
         outcome.fromContentHash = context.installed == nil ? nil : context.contentHash
         // A store file not yet recorded as holding no user tables may hold them: a delta starts from a pure seed only.
-        let mayHoldUserTables = context.launcher.configuration.userStore.map { context.userStore != $0.name } ?? false
+        let mayHoldUserTables = context.configuration.userStore.map { context.userStore != $0.name } ?? false
         if !mayHoldUserTables, let delta = usableDelta(manifest, from: outcome.fromContentHash) {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
@@ -282,13 +282,10 @@ public struct ChannelUpdater: Sendable {
             do throws(InstallPipeline.Failure) {
                 let deltaFile = try await fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
                 defer { deltaFile.removeFiles() }
-                let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false),
-                                manifest: manifest.seedManifest(file: deltaFile.name))
-                (outcome.importedTables, outcome.strandedTables, outcome.storeKeptAside, outcome.orphans) = try await install(
-                    seed, over: context.installed, from: .delta(deltaPath: deltaFile.path))
-                try await offload { () throws(InstallPipeline.Failure) in
-                    try InstallPipeline.during(.record) { () throws(ReseedError) in try self.remember(fetched, trust: trust, in: context) }
-                }
+                var request = InstallPipeline.Request(delta: deltaFile.path, from: delta.fromContentHash, making: manifest.seedManifest(file: deltaFile.name),
+                                                      expecting: .some(context.installed))
+                request.recordingAlso = channelState(fetched, trust: trust, in: context)
+                outcome.record(try await install(request))
                 logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(outcome.downloadedBytes)"])
                 outcome.action = .updated
                 outcome.version = manifest.version
@@ -318,20 +315,19 @@ public struct ChannelUpdater: Sendable {
         let downloaded = try await download.run()
         var seedManifest = manifest.seedManifest(file: downloaded.file)
         seedManifest.compression = manifest.compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }
+        // The download, as a seed beside the channel's manifest would be: its file in the data directory.
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
+        var request = InstallPipeline.Request(seed, from: .download, expecting: .some(context.installed))
+        request.recordingAlso = channelState(fetched, trust: trust, in: context)
         do throws(InstallPipeline.Failure) {
-            (outcome.importedTables, outcome.strandedTables, outcome.storeKeptAside, outcome.orphans) = try await install(
-                seed, over: context.installed, from: .seed)
+            outcome.record(try await install(request))
         } catch {
             // A seed that matched its signed checksum yet fails the install's checks will fail again: drop it.
             if error.isTheSources { await offload { download.removeFiles() } }
             throw error.error
         }
-        // Removing the download and recording the validators (an fsync) on a thread of their own.
-        try await offload { () throws(ReseedError) in
-            SeedDownload.removeAll(store: manifest.name, in: context.directory)
-            try self.remember(fetched, trust: trust, in: context)
-        }
+        // The channel's state was recorded with the version, in one write.
+        await offload { SeedDownload.removeAll(store: manifest.name, in: context.directory) }
         logger.info("installed the channel's seed", metadata: ["version": "\(manifest.version)", "bytes": "\(downloaded.received)"])
         outcome.action = .updated
         outcome.version = manifest.version
@@ -341,24 +337,16 @@ public struct ChannelUpdater: Sendable {
         return outcome
     }
 
-    /// Installs `seed`, made from `source`, through the install pipeline: a live store's replace, or
-    /// the launcher's install of a closed store. Returns the user tables copied out of a single-file
-    /// store and the orphans per reference. `installed` is the version the update found recorded: the
-    /// install refuses to go on when another process changed it since.
-    private func install(_ seed: Seed, over installed: String?, from source: InstallPipeline.Source)
-        async throws(InstallPipeline.Failure) -> (imported: [String: Int], stranded: [String], keptAside: URL?, orphans: [String: Int])
-    {
+    /// Installs what `request` says through the install pipeline: held by the live store (its
+    /// replace), or a closed store's. The install refuses to go on when another process changed the
+    /// recorded version since the update read it (``InstallPipeline/Request/expecting``).
+    private func install(_ request: InstallPipeline.Request) async throws(InstallPipeline.Failure) -> LaunchOutcome {
         switch target {
         case .store(let store):
-            return ([:], [], nil, try await store.replace(with: seed, from: source).orphans)
+            return try await store.replace(request).installed
         case .launcher(let launcher):
-            return try await offload { () throws(InstallPipeline.Failure) in
-                let installed = try launcher.installDownloaded(seed, expecting: installed, from: source)
-                let orphans = try InstallPipeline.during(.record) { () throws(ReseedError) in
-                    try launcher.countOrphans(storeFileName: seed.manifest.storeFileName)
-                }
-                return (installed.importedTables, installed.strandedTables, installed.storeKeptAside, orphans)
-            }
+            let pipeline = launcher.pipeline
+            return try await offload { () throws(InstallPipeline.Failure) in try pipeline.run(request, holder: ClosedStore()) }
         }
     }
 
@@ -371,7 +359,10 @@ public struct ChannelUpdater: Sendable {
 
     /// What an update works with, read under the update lock.
     struct Context: Sendable {
-        var launcher: Launcher
+        /// The data directory the store is in, and the launcher's configuration of it.
+        var data: DataDirectory
+        var configuration: Launcher.Configuration
+        var userStoreURL: URL?
         var name: String
         /// The version the store holds: recorded in the preferences, or the live store's.
         var installed: String?
@@ -388,6 +379,8 @@ public struct ChannelUpdater: Sendable {
         var directory: Directory
         var lock: StoreLock
         var storeURL: URL
+
+        var logger: Logger { configuration.logger }
     }
 
     private func context() throws(ReseedError) -> Context {
@@ -399,22 +392,21 @@ public struct ChannelUpdater: Sendable {
             let shipped = try Seed(at: given.seedURL).manifest
             facts = (given, shipped.name, shipped.version, nil)
         }
-        let launcher = facts.launcher
+        let data = facts.launcher.data
         let name = facts.name
-        let (directory, lock) = try launcher.lockInDataDirectory(
-            StoreLayout(store: name).updateLock, heldBy: "another update of the store '\(name)' is running")
-        var entry = (try? launcher.preferences.readEntries())?.entries[name]
+        let (directory, lock) = try data.lock(StoreLayout(store: name).updateLock, heldBy: "another update of the store '\(name)' is running")
+        var entry = (try? data.preferences.readEntries())?.entries[name]
         let storeFileName = StoreLayout.fileName(ofStore: name)
         let storePath = directory.path(storeFileName)
         // A swap whose record a crash cut short: the update starts from what the store holds, recorded under the store's lock.
         if facts.live == nil, UnrecordedInstall.find(name: name, entry: entry, in: directory)?.isRecordedVersion == false {
-            let locked = try launcher.lockStore(named: name)
+            let locked = try data.lockStore(named: name)
             defer { locked.lock.release() }
             // Read again under the lock: a launch may have recorded the store since.
-            entry = (try? launcher.preferences.readEntries())?.entries[name]
+            entry = (try? data.preferences.readEntries())?.entries[name]
             if let unrecorded = UnrecordedInstall.find(name: name, entry: entry, in: directory), !unrecorded.isRecordedVersion {
-                let recorded = try unrecorded.record(in: launcher.preferences, name: name, bundled: facts.bundled, userStore: entry?.userStore,
-                                                     timeout: launcher.configuration.lockTimeout, logger: launcher.configuration.logger)
+                let recorded = try unrecorded.record(in: data.preferences, name: name, bundled: facts.bundled, userStore: entry?.userStore,
+                                                     timeout: data.lockTimeout, logger: facts.launcher.configuration.logger)
                 entry?.version = recorded.version
                 entry?.contentHash = nil
             }
@@ -427,24 +419,39 @@ public struct ChannelUpdater: Sendable {
             embedded = metadata.version
         }
         return Context(
-            launcher: launcher, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
+            data: data, configuration: facts.launcher.configuration, userStoreURL: facts.launcher.userStoreURL, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
             validators: entry?.channel,
             contentHash: entry?.contentHash, userStore: entry?.userStore,
             directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))
     }
 
-    /// Keeps the manifest's validators, so the next check is conditional, with who signed it, when it
-    /// expires and the version of `keys.json` (see ``ChannelValidators``).
-    private func remember(_ fetched: SignedManifest, trust: ChannelTrust, in context: Context) throws(ReseedError) {
+    /// The channel's state to keep after `fetched` verified: the manifest's validators, so the next
+    /// check is conditional, with who signed it, when it expires and the version of `keys.json` (see
+    /// ``ChannelValidators``). Empty when the preferences have it already.
+    private func channelState(_ fetched: SignedManifest, trust: ChannelTrust, in context: Context) -> [PreferencesFile.Change] {
         let highest = context.validators.flatMap { $0.url == channelURL.absoluteString ? $0.keysVersion : nil }
         let validators = ChannelValidators(
             url: channelURL.absoluteString, etag: fetched.etag, lastModified: fetched.lastModified, version: fetched.manifest.version,
             signedBy: fetched.signer, expires: fetched.manifest.expires.map(RFC3339.string),
             keysVersion: trust.keys.map { max($0.version, highest ?? 0) } ?? highest)
-        guard validators != context.validators else { return }
-        _ = try context.launcher.preferences.record(
-            [.channel(validators)], for: context.name,
-            timeout: context.launcher.configuration.lockTimeout, logger: context.launcher.configuration.logger)
+        return validators == context.validators ? [] : [.channel(validators)]
+    }
+
+    /// Keeps the channel's state when no install records it (the channel offers what the store holds).
+    private func remember(_ fetched: SignedManifest, trust: ChannelTrust, in context: Context) throws(ReseedError) {
+        let changes = channelState(fetched, trust: trust, in: context)
+        guard !changes.isEmpty else { return }
+        _ = try context.data.preferences.record(changes, for: context.name, timeout: context.data.lockTimeout, logger: context.logger)
+    }
+}
+
+extension ChannelUpdater.Outcome {
+    /// Takes what the install did to the user's data: the tables carried and stranded, the store kept aside, the orphans.
+    mutating func record(_ installed: LaunchOutcome) {
+        importedTables = installed.importedTables
+        strandedTables = installed.strandedTables
+        storeKeptAside = installed.storeKeptAside
+        orphans = installed.orphans
     }
 }

@@ -51,7 +51,7 @@ extension Installation {
     /// one not renamed in, an existing one's transaction not committed) or with all of them, which
     /// the next launch finds carried already.
     func prepareUserStore(
-        recorded: Decision.Recorded?, entry: PreferencesFile.Entry?, storeState: StoreState, from pipelineSource: InstallPipeline.Source
+        recorded: Decision.Recorded?, entry: PreferencesFile.Entry?, storeState: StoreState
     ) throws(ReseedError) -> UserStoreStep {
         guard let userStore = configuration.userStore else { return UserStoreStep() }
         try Self.checkName(of: userStore, storeName: storeName, in: directory)
@@ -72,7 +72,7 @@ extension Installation {
             try carryStranded(stranded, userStore: userStore, userState: userState, into: &step)
         }
         guard recorded?.userStore != userStore.name, storeState == .sqlite else { return step }
-        if case .delta = pipelineSource {
+        guard let seed = source.seed else {
             // A delta starts from a pure seed; this store file may hold the user's tables.
             throw ReseedError(.verificationFailed, step: .applyDelta, path: storePath,
                               message: "the store file may hold the user's tables, so a delta cannot start from it; run the update again to install the full seed")
@@ -163,7 +163,7 @@ extension Installation {
     ) throws(ReseedError) -> UserTableImport.Carried {
         let userLock = try StoreLock.acquire(userStore.lockName, in: directory, timeout: configuration.lockTimeout, timeoutMessage: userStore.lockHolder)
         defer { userLock.release() }
-        var database = launcher.poolConfiguration
+        var database = configuration.pool
         let uri = Launcher.readOnlyURI(seedPath)
         database.prepareDatabase { db in try Launcher.attachSeed(db, uri: uri, path: seedPath) }
         return try importer.carry(tables, into: userStore.fileName, target: try importTarget(userStore, userState),
@@ -176,7 +176,7 @@ extension Installation {
         let path = directory.path(userStore.fileName)
         let objects = try during(.openUserStore, path: path) { () throws -> Int in
             // Not read-only: a hot journal an import killed midway left must be rolled back to read the store.
-            let queue = try DatabaseQueue(path: path, configuration: launcher.poolConfiguration)
+            let queue = try DatabaseQueue(path: path, configuration: configuration.pool)
             defer { try? queue.close() }
             return try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sqlite_master") ?? 0 }
         }
@@ -224,5 +224,37 @@ extension Installation {
         }
         logger.warning("the user store is not a database: kept it aside and starting a new one", metadata: ["at": "\(directory.path(name))"])
         return URL(fileURLWithPath: directory.path(name), isDirectory: false)
+    }
+}
+
+extension Installation {
+    /// With a user store, for a seed that arrived at runtime: refuses it, before it replaces the
+    /// installed one, when a user table would hide one of its tables or a reference points at
+    /// something it lacks. A bundled seed is checked after opening instead, once the app's
+    /// migrator has run (see ``Launcher/finishOpening(_:outcome:schemaVersion:)``).
+    func checkUserStore(seedAt seedPath: String) throws(ReseedError) {
+        guard source.recorded == .download, let userStore = configuration.userStore else { return }
+        let userPath = directory.path(userStore.fileName)
+        try UserStoreSchema.refuseIncompatibleSeed(
+            userTables: try UserStoreSchema.ownNames(ofStoreAt: userPath, busyTimeout: configuration.busyTimeout), references: userStore.references,
+            seedPath: seedPath, userPath: userPath)
+    }
+
+    /// Per reference, the user rows pointing at a key the installed seed does not have, counted
+    /// through a connection of its own, for an install nothing reopens (an update of a closed
+    /// store; a launch counts them once the app's migrations ran, ``Launcher/finishOpening(_:outcome:schemaVersion:)``).
+    /// Empty without a user store, references, or a user store file.
+    func countOrphans() throws(ReseedError) -> [String: Int] {
+        guard let userStore = configuration.userStore, !userStore.references.isEmpty,
+              try during(.openUserStore, path: directory.path(userStore.fileName), { try directory.status(userStore.fileName) }) != nil else { return [:] }
+        let userPath = directory.path(userStore.fileName)
+        var database = configuration.pool
+        let uri = Launcher.readOnlyURI(storePath)
+        database.prepareDatabase { [storePath] db in try Launcher.attachSeed(db, uri: uri, path: storePath) }
+        let queue = try during(.openUserStore, path: userPath) { try DatabaseQueue(path: userPath, configuration: database) }
+        defer { try? queue.close() }
+        let orphans = try UserStoreSchema.countOrphans(queue, references: userStore.references, path: userPath)
+        UserStoreSchema.log(orphans, logger: logger)
+        return orphans
     }
 }

@@ -30,13 +30,13 @@ extension Launcher {
     /// the up-to-date launch (figure 10).
     func openPoolReadingSchemaVersion(seed storeURL: URL) throws -> (pool: DatabasePool, userSchemaVersion: Int?) {
         guard let userStoreURL else {
-            let pool = try DatabasePool(path: storeURL.path, configuration: poolConfiguration)
+            let pool = try DatabasePool(path: storeURL.path, configuration: configuration.pool)
             OpenStores.register(pool, path: storeURL.path)
             return (pool, nil)
         }
         let seedFailure = Mutex<DatabaseError?>(nil)
         let first = Mutex<(opened: Bool, schemaVersion: Int?)>((false, nil))
-        var database = poolConfiguration
+        var database = configuration.pool
         let uri = Self.readOnlyURI(storeURL.path)
         database.prepareDatabase { db in
             let isFirst = first.withLock { state in
@@ -72,38 +72,6 @@ extension Launcher {
         }
         OpenStores.register(pool, path: userStoreURL.path)
         return (pool, first.withLock { $0.schemaVersion })
-    }
-
-    /// The app's GRDB configuration, waiting up to ``Configuration/busyTimeout`` for a lock when it
-    /// leaves GRDB's default of failing at once.
-    ///
-    /// SQLite holds a store's write lock for moments the app does not see: another connection's
-    /// transaction, a checkpoint, the WAL recovery the first connection to a store just swapped in
-    /// runs. With GRDB's default an app's write then fails with "database is locked"; an app's
-    /// write must wait for a swap, never fail because of one.
-    var poolConfiguration: GRDB.Configuration {
-        var database = configuration.database
-        if case .immediateError = database.busyMode {
-            database.busyMode = .timeout(configuration.busyTimeout.inSeconds)
-        }
-        return database
-    }
-
-    /// Per reference, the user rows pointing at a key the installed seed does not have, counted
-    /// through a connection of its own (the store need not be open); empty without a user store,
-    /// references, or a user store file.
-    func countOrphans(storeFileName: String) throws(ReseedError) -> [String: Int] {
-        guard let userStore = configuration.userStore, !userStore.references.isEmpty, let userStoreURL,
-              FileManager.default.fileExists(atPath: userStoreURL.path) else { return [:] }
-        let storePath = dataDirectory.appendingPathComponent(storeFileName, isDirectory: false).path
-        var database = poolConfiguration
-        let uri = Self.readOnlyURI(storePath)
-        database.prepareDatabase { db in try Self.attachSeed(db, uri: uri, path: storePath) }
-        let queue = try during(.openUserStore, path: userStoreURL.path) { try DatabaseQueue(path: userStoreURL.path, configuration: database) }
-        defer { try? queue.close() }
-        let orphans = try UserStoreSchema.countOrphans(queue, references: userStore.references, path: userStoreURL.path)
-        UserStoreSchema.log(orphans, logger: configuration.logger)
-        return orphans
     }
 
     /// Reads the user store's schema; a store SQLite cannot read fails naming it, with what to do.
@@ -176,7 +144,7 @@ extension Launcher {
         if !userStore.migrator.migrations.allSatisfy(inspection.applied.contains) {
             // Under the user store's lock: another launch (a process, or a pool of this one) may be
             // migrating the same file; the migrator reads what is applied again once it holds it.
-            let locked = try lockInDataDirectory(userStore.lockName, heldBy: userStore.lockHolder)
+            let locked = try data.lock(userStore.lockName, heldBy: userStore.lockHolder)
             defer { locked.lock.release() }
             outcome.appliedMigrations += try UserStoreSchema.migrate(pool, with: userStore.migrator, path: path)
         }
@@ -194,5 +162,22 @@ extension Launcher {
         // Remembered only to skip work: a preferences file that cannot take it costs the checks next time.
         _ = try? preferences.record([.userStoreChecked(fingerprint)], for: outcome.name,
                                     timeout: configuration.lockTimeout, logger: configuration.logger)
+    }
+}
+
+extension Launcher.Configuration {
+    /// The app's GRDB configuration, waiting up to ``busyTimeout`` for a lock when it leaves GRDB's
+    /// default of failing at once.
+    ///
+    /// SQLite holds a store's write lock for moments the app does not see: another connection's
+    /// transaction, a checkpoint, the WAL recovery the first connection to a store just swapped in
+    /// runs. With GRDB's default an app's write then fails with "database is locked"; an app's
+    /// write must wait for a swap, never fail because of one.
+    var pool: GRDB.Configuration {
+        var pool = database
+        if case .immediateError = pool.busyMode {
+            pool.busyMode = .timeout(busyTimeout.inSeconds)
+        }
+        return pool
     }
 }
