@@ -110,7 +110,7 @@ let package = Package(
             name: "ReseedCLITests",
             dependencies: [
                 "reseed", "ReseedTesting", "ReseedTestSupport", "Reseed", "ReseedPackaging", "ReseedSystem",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
             ],
             // The channel server the update tests start (python3); run from its place in the source tree.
             exclude: ["channel_server.py"]),

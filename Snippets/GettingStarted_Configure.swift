@@ -11,7 +11,7 @@ var configuration = Launcher.Configuration()
 configuration.verification = .checksum        // full SHA-256 while copying
 configuration.busyTimeout = .seconds(2)       // wait for other connections to close the old store
 configuration.logger = Logger(label: "com.example.reseed")
-configuration.progress = { done, total in print("\(done)/\(total)") }
+configuration.progress = { progress in print("\(progress.step): \(progress.completed) of \(progress.total)") }
 let launcher = Launcher(seed: seedFolder, dataDirectory: dataFolder, configuration: configuration)
 // snippet.hide
 print(launcher.preferencesURL)

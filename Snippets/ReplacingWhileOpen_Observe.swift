@@ -20,8 +20,8 @@ import Reseed
                 notice.release()
             case .replaced, .switched:
                 await reload()
-            case .progress(let done, let total):
-                print("downloaded seed copied \(done) of \(total) bytes")
+            case .progress(let progress):
+                print("installing the new seed: \(Int(progress.fraction * 100))%")
             case .replaceFailed(let error):
                 print("kept the current data: \(error)")
             }

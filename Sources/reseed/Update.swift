@@ -88,12 +88,13 @@ extension ReseedCommand {
                 var configuration = ChannelUpdater.Configuration()
                 if progress || Terminal.stderrIsTerminal {
                     let output = ProgressOutput()
-                    configuration.progress = { done, total in
-                        output.write("\rdownloading: \(Self.percent(done, of: total))% of \(total) bytes   " + (done == total ? "\n" : ""))
-                    }
-                    // A delta's copy, apply and content hash come as one scale (see `Launcher.Configuration.progress`).
-                    launcherConfiguration.progress = { done, total in
-                        output.write("\rinstalling: \(Self.percent(done, of: total))%   " + (done == total ? "\n" : ""))
+                    // One callback for both steps; a delta's copy, apply and content hash come as one scale (see `InstallProgress`).
+                    configuration.progress = { progress in
+                        let (done, total) = (progress.completed, progress.total)
+                        switch progress.step {
+                        case .download: output.write("\rdownloading: \(Self.percent(done, of: total))% of \(total) bytes   " + (done == total ? "\n" : ""))
+                        case .install: output.write("\rinstalling: \(Self.percent(done, of: total))%   " + (done == total ? "\n" : ""))
+                        }
                     }
                 }
                 let launcher = Launcher(seed: try store.seedURL(project), dataDirectory: try store.dataDirectoryURL(project),

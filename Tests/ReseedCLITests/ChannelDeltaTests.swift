@@ -143,7 +143,7 @@ extension ChannelSandbox {
         let (bundled, offered, _) = try installedAndPublished(sandbox)
         let events = Mutex<[(completed: Int64, total: Int64)]>([])
         var configuration = Launcher.Configuration()
-        configuration.progress = { done, total in events.withLock { $0.append((done, total)) } }
+        configuration.progress = { progress in events.withLock { $0.append((progress.completed, progress.total)) } }
         let launcher = Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.dataDirectory, configuration: configuration)
         let storeSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.size] as? Int)
 

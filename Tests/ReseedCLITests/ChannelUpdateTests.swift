@@ -457,16 +457,22 @@ import Testing
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
         let progress = ProgressLog()
         var configuration = ChannelUpdater.Configuration()
-        configuration.progress = { done, total in progress.add(done, total) }
+        configuration.progress = { progress.add($0) }
         let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, store: store,
                                                configuration: configuration).update()
         #expect(outcome.action == .updated)
         #expect(store.version == "1.1.0")
         #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 4)
         #expect(try sandbox.recorded() == ("1.1.0", .download))
+        // One callback hears the download, then the install, each step from 0 to its total.
         let reports = progress.reports
-        #expect(reports.last?.done == reports.last?.total)
-        #expect(reports.map(\.done) == reports.map(\.done).sorted())
+        #expect(reports.map(\.step).first == .download && reports.map(\.step).last == .install, "\(reports)")
+        for step in [InstallProgress.Step.download, .install] {
+            let ofStep = reports.filter { $0.step == step }
+            #expect(ofStep.last.map { $0.completed == $0.total } == true, "\(step): \(ofStep)")
+            #expect(ofStep.map(\.completed) == ofStep.map(\.completed).sorted(), "\(step)")
+        }
+        #expect(reports.firstIndex { $0.step == .install }.map { reports[$0...].allSatisfy { $0.step == .install } } == true)
     }
 
     @Test func anUpdateWithNothingInstalledYetInstallsTheDownload() async throws {
@@ -516,7 +522,7 @@ final class FailWrite: FileSystemObserver {
 
 /// Progress reports collected from another thread.
 final class ProgressLog: Sendable {
-    private let entries = Mutex<[(done: Int64, total: Int64)]>([])
-    func add(_ done: Int64, _ total: Int64) { entries.withLock { $0.append((done, total)) } }
-    var reports: [(done: Int64, total: Int64)] { entries.withLock { $0 } }
+    private let entries = Mutex<[InstallProgress]>([])
+    func add(_ progress: InstallProgress) { entries.withLock { $0.append(progress) } }
+    var reports: [InstallProgress] { entries.withLock { $0 } }
 }

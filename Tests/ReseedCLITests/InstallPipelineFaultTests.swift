@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 @testable import Reseed
 import ReseedSystem
 import ReseedTesting
@@ -230,5 +231,39 @@ struct InstallPipelineFaultTests {
             _ = try await device.checkAndRecover(entry, label)
         }
         print("\(entry): failed each of \(attempts.count) attempted actions with EIO: \(results.sorted { $0.key < $1.key })")
+    }
+
+    /// A live update decides against the version it found, as one of a closed store does: when
+    /// another process recorded another version since (a launch of an updated app), the seed is
+    /// refused with a sentence, and the open store stays as it was.
+    @Test(arguments: [EntryPoint.liveFullUpdate, .liveDeltaUpdate])
+    func aLiveUpdateIsRefusedWhenAnotherProcessRecordedAnotherVersion(_ entry: EntryPoint) async throws {
+        let device = try Device(delta: entry.usesDelta)
+        let store = try await LiveStore(launcher: device.launcher(device.bundled, nil))
+        // What a launch of an app shipping 1.2.0 in another process would leave recorded.
+        _ = try PreferencesFile(url: device.sandbox.preferencesURL).record([.version("1.2.0")], for: "items", timeout: .seconds(10), logger: Logger(label: "test"))
+        let error = await #expect(throws: ReseedError.self) {
+            try await ChannelUpdater(channel: device.sandbox.server.url, publicKey: device.sandbox.key.publicKey, store: store).update()
+        }
+        #expect(error?.code == .channelRefused)
+        #expect(error?.message.contains("items 1.2.0 was installed while this update fetched 1.1.0 over 1.0.0") == true, "\(String(describing: error))")
+        #expect(store.version == "1.0.0")
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3000)
+        #expect(device.seeds[try device.sandbox.storeContentHash()] == "1.0.0")
+    }
+
+    /// Readying a live store's copy (its switch to WAL) is not the source's doing: a failure there
+    /// is the error, and a delta's update does not go and download the full seed for it.
+    @Test func aFailureReadyingALiveCopyDoesNotFallBackToTheFullSeed() async throws {
+        let device = try Device(delta: true)
+        let attempts = try await device.record(.liveDeltaUpdate).attempts
+        // The copy's last sync before it is renamed in: the live store's switch of it to WAL.
+        let rename = try #require(attempts.firstIndex { $0.kind == .rename && $0.path.hasSuffix("/items.sqlite") })
+        let ready = try #require(attempts[..<rename].lastIndex { $0.kind == .sync && $0.path.contains(".items.sqlite.reseed-tmp-") })
+        try device.reset()
+        await #expect(throws: ReseedError.self) { _ = try await device.run(.liveDeltaUpdate, device.plan(.fail(ready + 1), for: .liveDeltaUpdate)) }
+        let full = try device.sandbox.server.requests().filter { $0.path.hasSuffix(".sqlite.gz") || $0.path.hasSuffix(".sqlite") }
+        #expect(full.isEmpty, "the full seed was downloaded: \(full)")
+        #expect(try device.state().holds == "1.0.0")
     }
 }

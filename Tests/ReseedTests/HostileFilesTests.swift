@@ -120,7 +120,7 @@ import Darwin
         let copied = Mutex<Int64>(0)
         let launcher = sandbox.launcher(seed) { configuration in
             configuration.verification = level
-            configuration.progress = { done, _ in copied.withLock { $0 = max($0, done) } }
+            configuration.progress = { progress in copied.withLock { $0 = max($0, progress.completed) } }
         }
         let error = #expect(throws: ReseedError.self) { try launcher.launch() }
         #expect(error?.code == .verificationFailed)

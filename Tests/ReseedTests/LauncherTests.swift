@@ -165,14 +165,16 @@ import Testing
     @Test func progressReportsBytesUpToTheSeedSize() throws {
         let sandbox = try LaunchSandbox()
         let seed = try sandbox.seed("1.0.0", paddingBytes: 3 << 20)
-        let reports = Mutex<[Int64]>([])
+        let reports = Mutex<[InstallProgress]>([])
         let launcher = sandbox.launcher(seed) { configuration in
-            configuration.progress = { done, total in reports.withLock { $0.append(done) }; _ = total }
+            configuration.progress = { progress in reports.withLock { $0.append(progress) } }
         }
         _ = try launcher.prepare()
         let seen = reports.withLock { $0 }
-        #expect(seen.last == seed.manifest.size)
-        #expect(seen == seen.sorted())
+        #expect(seen.allSatisfy { $0.step == .install && $0.total == seed.manifest.size })
+        #expect(seen.last?.completed == seed.manifest.size)
+        #expect(seen.last?.fraction == 1)
+        #expect(seen.map(\.completed) == seen.map(\.completed).sorted())
     }
 }
 

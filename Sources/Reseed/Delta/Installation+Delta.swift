@@ -105,7 +105,7 @@ extension Installation {
     /// with the apply and the content hash. It also returns the store's fingerprint as it was
     /// before the copy, or nil when its `-wal` held frames.
     private func copyInstalledStore(
-        into name: String, progress report: (@Sendable (Int64, Int64) -> Void)?
+        into name: String, progress report: ProgressReport?
     ) throws(ReseedError) -> (progress: DeltaProgress?, storeFingerprint: String?) {
         let status = try during(.applyDelta, path: storePath) { try directory.status(storeName) }
         let kind = status?.kind
@@ -196,12 +196,12 @@ final class DeltaProgress: Sendable {
         case copy = 0, apply, hash
     }
 
-    private let report: @Sendable (Int64, Int64) -> Void
+    private let report: ProgressReport
     /// A third of the scale: the installed store's size, at least 1.
     private let third: Int64
     private let reported = Mutex<Int64>(-1)
 
-    init(report: @escaping @Sendable (Int64, Int64) -> Void, storeSize: Int64) {
+    init(report: @escaping ProgressReport, storeSize: Int64) {
         self.report = report
         self.third = max(storeSize, 1)
     }
@@ -214,6 +214,6 @@ final class DeltaProgress: Sendable {
             defer { reported = max(reported, completed) }
             return completed > reported
         }
-        if moved { report(completed, 3 * third) }
+        if moved { report(InstallProgress(step: .install, completed: completed, total: 3 * third)) }
     }
 }

@@ -110,9 +110,8 @@ struct InstallPipeline: Sendable {
         var expecting: String??
         /// Recorded in the same preferences write as the new version (a channel's state).
         var recordingAlso: [PreferencesFile.Change] = []
-        /// Hears of the copy (bytes copied, total), or of a delta's copy, apply and content hash on one
-        /// scale. Default the launcher's ``Launcher/Configuration/progress``.
-        var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+        /// Hears of the install (``InstallProgress/Step/install``). Default the launcher's ``Launcher/Configuration/progress``.
+        var progress: ProgressReport?
 
         /// `seed`, as it arrived from `origin`.
         init(_ seed: Seed, from origin: SeedSource, forcing: LaunchOutcome.Reason? = nil, expecting: String?? = nil) {

@@ -20,7 +20,7 @@ extension Installation {
         let seedPath = seed.fileURL.path
         let input = try seed.openFile(at: .copy)
         let total = manifest.size
-        let report = progress.map { report in { @Sendable (done: Int64) in report(done, total) } }
+        let report = progress.map { report in { @Sendable (done: Int64) in report(InstallProgress(step: .install, completed: done, total: total)) } }
         try during(.copy, path: directory.path(temporary)) {
             try directory.writeTemporary(temporary, write: { destination in
                 // At most one byte more than the manifest says: a longer source (a file that grows, a huge

@@ -14,8 +14,8 @@ struct Installation: Sendable {
     let manifest: SeedManifest
     /// Where it comes from.
     let source: InstallPipeline.Source
-    /// Hears of the copy (bytes copied, total bytes).
-    var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+    /// Hears of the install's progress.
+    var progress: ProgressReport?
 
     var preferences: PreferencesFile { data.preferences }
     var logger: Logger { configuration.logger }

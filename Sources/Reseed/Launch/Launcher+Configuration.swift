@@ -32,18 +32,16 @@ extension Launcher {
         /// Earlier locations of the store, adopted once when the store is missing at the
         /// current location (see ``LegacyStore``). Default none.
         public var legacyStores: [LegacyStore] = []
-        /// Called while a seed is installed with (completed, total). Default nil.
+        /// Called while a seed is installed (``InstallProgress/Step/install``). Default nil.
         ///
-        /// A seed file's copy reports (bytes copied, total bytes). A channel's delta reports its copy
-        /// of the installed store, its apply and its content hash on one scale whose total is three
-        /// times the installed store's size, each phase filling a third in turn (pages copied, rows
-        /// applied, rows hashed): a bar goes once from 0 to the total, never back, whichever way the
-        /// seed arrives. Called on the installing thread, every 1 MiB copied or 1,024 rows at most.
+        /// A seed file's copy reports bytes copied of its size. A channel's delta reports its copy
+        /// of the installed store, its apply and its content hash on one scale (see ``InstallProgress``):
+        /// a bar goes once from 0 to the total, never back, whichever way the seed arrives.
         ///
         /// ```swift
-        /// configuration.progress = { done, total in logger.debug("installing: \(done * 100 / max(total, 1))%") }
+        /// configuration.progress = { progress in logger.debug("installing: \(Int(progress.fraction * 100))%") }
         /// ```
-        public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+        public var progress: (@Sendable (InstallProgress) -> Void)?
         /// The app's own data in a store of its own that no seed update touches (see ``UserStore``).
         /// Default nil: the single-file store of earlier releases, which the app may write to and
         /// every install replaces.

@@ -14,17 +14,17 @@ extension LiveStore {
     ///         await viewModel.reload(version: version)
     ///     case .replaceFailed(let error):
     ///         logger.error("\(error)")
-    ///     case .progress(let done, let total):
-    ///         progressView.fraction = Double(done) / Double(total)
+    ///     case .progress(let progress):
+    ///         progressView.fraction = progress.fraction
     ///     }
     /// }
     /// ```
     public enum Event: Sendable {
         /// The store is about to be replaced by `notice.version`: drop what you hold, then call `notice.release()`.
         case willReplace(ReplaceNotice)
-        /// Bytes of the new seed copied so far, of its total; for a channel's delta, its copy, apply and
-        /// content hash on one scale (see ``Launcher/Configuration/progress``).
-        case progress(completed: Int64, total: Int64)
+        /// How far the install of the new seed has come (see ``InstallProgress``): its copy, or a
+        /// channel's delta's copy, apply and content hash on one scale.
+        case progress(InstallProgress)
         /// The new store is open at `version`.
         case replaced(version: String, previousVersion: String?)
         /// The replacement failed; the old store is open and usable.

@@ -24,7 +24,7 @@ extension LiveStore {
     ///
     /// 1. Copies the seed beside the store and verifies it fully (size, header,
     ///    embedded name and version, SHA-256) while the app keeps using the old store;
-    ///    ``Event/progress(completed:total:)`` reports the copy.
+    ///    ``Event/progress(_:)`` reports the copy.
     /// 2. Sends ``Event/willReplace(_:)`` and waits, up to the observer timeout,
     ///    for every observer to release its notice.
     /// 3. Lets running operations finish and holds new ones, checkpoints and closes
@@ -78,7 +78,11 @@ extension LiveStore {
                                                       message: "the seed is for store '\(request.manifest.name)', this store is '\(name)'"), origin: .source)
         }
         var request = request
-        request.progress = { [weak self] done, total in self?.emit(.progress(completed: done, total: total)) }
+        let given = request.progress
+        request.progress = { [weak self] progress in
+            self?.emit(.progress(progress))
+            given?(progress)
+        }
         let holder = Holder(store: self, launcher: launcher)
         // At a lower priority: the app goes on using the store meanwhile, and its reads come first.
         // The swap itself runs on a thread of normal priority (``Holder/hold(_:installed:)``).

@@ -39,7 +39,7 @@ extension ChannelUpdater {
         let directory = context.directory
         let download = SeedDownload(
             store: manifest.name, kind: "delta", size: delta.file.size, sha256: delta.file.sha256, url: channelURL.appendingPathComponent(delta.file.file),
-            directory: directory, transfer: configuration.transfer(), progress: configuration.progress,
+            directory: directory, transfer: configuration.transfer(), progress: downloadProgress,
             keeping: manifest.offeredSHA256)
         // Before any byte: a disk too short for the delta is shorter still for the full seed, so this
         // failure is not the source's (no fallback).

@@ -74,12 +74,12 @@ public struct ChannelUpdater: Sendable {
         /// configuration.now = { Date(timeIntervalSinceNow: 86_400) }   // as if a day had passed
         /// ```
         public var now: @Sendable () -> Date = { Date() }
-        /// Called while the seed or its delta downloads with (bytes in the file, total bytes). Default nil.
-        ///
-        /// The install that follows reports through the launcher's ``Launcher/Configuration/progress``
-        /// (or a live store's ``LiveStore/Event/progress(completed:total:)``): for a delta, its copy,
-        /// apply and content hash on one scale (see <doc:UpdatingFromAChannel>).
-        public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+        /// Called while the seed or its delta downloads (``InstallProgress/Step/download``: bytes in
+        /// the file, of its size), then while it installs (``InstallProgress/Step/install``; for a
+        /// delta, its copy, apply and content hash on one scale, see <doc:UpdatingFromAChannel>).
+        /// Default nil: the install reports through the launcher's ``Launcher/Configuration/progress``.
+        /// A live store sends its ``LiveStore/Event/progress(_:)`` events either way.
+        public var progress: (@Sendable (InstallProgress) -> Void)?
 
         /// The defaults.
         public init() {}
@@ -285,6 +285,7 @@ public struct ChannelUpdater: Sendable {
                 var request = InstallPipeline.Request(delta: deltaFile.path, from: delta.fromContentHash, making: manifest.seedManifest(file: deltaFile.name),
                                                       expecting: .some(context.installed))
                 request.recordingAlso = channelState(fetched, trust: trust, in: context)
+                request.progress = configuration.progress
                 outcome.record(try await install(request))
                 logger.info("installed the channel's seed from a delta", metadata: ["version": "\(manifest.version)", "bytes": "\(outcome.downloadedBytes)"])
                 outcome.action = .updated
@@ -307,7 +308,7 @@ public struct ChannelUpdater: Sendable {
         let file = manifest.compressed ?? ChannelManifest.File(encoding: "identity", file: manifest.file, size: manifest.size, sha256: manifest.sha256)
         let download = SeedDownload(
             store: manifest.name, kind: manifest.compressed == nil ? "seed" : "compressed seed", size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
-            directory: context.directory, transfer: configuration.transfer(), progress: configuration.progress,
+            directory: context.directory, transfer: configuration.transfer(), progress: downloadProgress,
             keeping: manifest.offeredSHA256)
         // Before any byte: the rest of the download and the install's temp copy must fit beside the store.
         try DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version)", needed: DiskSpace.fullUpdate(
@@ -319,6 +320,7 @@ public struct ChannelUpdater: Sendable {
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         var request = InstallPipeline.Request(seed, from: .download, expecting: .some(context.installed))
         request.recordingAlso = channelState(fetched, trust: trust, in: context)
+        request.progress = configuration.progress
         do throws(InstallPipeline.Failure) {
             outcome.record(try await install(request))
         } catch {
@@ -348,6 +350,12 @@ public struct ChannelUpdater: Sendable {
             let pipeline = launcher.pipeline
             return try await offload { () throws(InstallPipeline.Failure) in try pipeline.run(request, holder: ClosedStore()) }
         }
+    }
+
+    /// The download's (bytes in the file, total bytes) as ``Configuration/progress`` hears them.
+    var downloadProgress: (@Sendable (Int64, Int64) -> Void)? {
+        guard let report = configuration.progress else { return nil }
+        return { @Sendable (done: Int64, total: Int64) in report(InstallProgress(step: .download, completed: done, total: total)) }
     }
 
     /// Refuses a manifest whose `expires`, plus the clock-skew allowance, has passed.
