@@ -63,6 +63,8 @@ public final class LiveStore: Sendable {
 
     /// The store's name.
     public var name: String { state.withLock { $0.name } }
+    /// The launcher of the store open now, its name and version, read together (a switch changes all three).
+    var opened: (launcher: Launcher, name: String, version: String) { state.withLock { ($0.launcher, $0.name, $0.version) } }
     /// The seed version the open store holds.
     public var version: String { state.withLock { $0.version } }
     /// The open store's file; with a user store, the seed's file attached to it.

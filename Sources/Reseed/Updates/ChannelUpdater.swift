@@ -395,7 +395,8 @@ public struct ChannelUpdater: Sendable {
         let facts: (launcher: Launcher, name: String, bundled: String, live: String?)
         switch target {
         case .store(let store):
-            facts = store.state.withLock { ($0.launcher, $0.name, $0.version, $0.version) }
+            let open = store.opened
+            facts = (open.launcher, open.name, open.version, open.version)
         case .launcher(let given):
             let shipped = try Seed(at: given.seedURL).manifest
             facts = (given, shipped.name, shipped.version, nil)
