@@ -80,6 +80,9 @@ public struct ChannelUpdater: Sendable {
         /// (or a live store's ``LiveStore/Event/progress(completed:total:)``): for a delta, its copy,
         /// apply and content hash on one scale (see <doc:UpdatingFromAChannel>).
         public var progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?
+        /// What carries every transfer of an update. Default the platform's engine (libcurl on
+        /// Linux, `URLSession` elsewhere); a test hands in a channel held in memory.
+        var transport: any HTTPTransport = HTTPTransfer.systemTransport
 
         /// The defaults.
         public init() {}
@@ -89,7 +92,8 @@ public struct ChannelUpdater: Sendable {
         func transfer(deadline: Duration? = nil) -> HTTPTransfer {
             let checked = lowSpeedLimit > 0 && lowSpeedTime > .zero
             return HTTPTransfer(timeout: timeout, deadline: deadline,
-                                minimumRate: checked ? HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime) : nil)
+                                minimumRate: checked ? HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime) : nil,
+                                transport: transport)
         }
     }
 
