@@ -88,8 +88,14 @@ let package = Package(
             ],
             path: "Benchmarks/ReseedBenchmarks"),
         // Helpers of Reseed's own tests (a temporary folder, a seeded generator, fuzz failures, the file-system
-        // seam's fault plan): not a product.
-        .target(name: "ReseedTestSupport", dependencies: ["ReseedSystem"], path: "Tests/ReseedTestSupport"),
+        // seam's fault plan, a channel sandbox and its loopback server): not a product. It sees Reseed's public
+        // and package API only (no @testable import), so the in-process tests' transport lives in ReseedTests.
+        .target(
+            name: "ReseedTestSupport",
+            dependencies: ["ReseedSystem", "Reseed", "ReseedPackaging", "ReseedTesting", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/ReseedTestSupport",
+            // The channel server the loopback tests start (python3); run from its place in the source tree.
+            exclude: ["channel_server.py"]),
         .testTarget(
             name: "ReseedTests",
             // CZlib: the gzip tests build a deflate stream zlib's own way (a bomb of flushed blocks).
@@ -111,9 +117,7 @@ let package = Package(
             dependencies: [
                 "reseed", "ReseedTesting", "ReseedTestSupport", "Reseed", "ReseedPackaging", "ReseedSystem",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
-            ],
-            // The channel server the update tests start (python3); run from its place in the source tree.
-            exclude: ["channel_server.py"]),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

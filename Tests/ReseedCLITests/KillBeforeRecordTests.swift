@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Reseed
+import ReseedTestSupport
 import ReseedTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Reseed
 import ReseedPackaging
+import ReseedTestSupport
 import ReseedTesting
 import Testing
 

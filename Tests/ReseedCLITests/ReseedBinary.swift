@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Reseed
 import ReseedSystem
+import ReseedTestSupport
 
 /// The built `reseed` executable, run as a real process.
 enum ReseedBinary {
@@ -94,21 +95,6 @@ enum ReseedBinary {
             return Result(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                           stderr: String(decoding: errData, as: UTF8.self))
         }
-    }
-}
-
-/// Reads `handle` to its end with `read(2)`, retrying on `EINTR`: Foundation's
-/// `readDataToEndOfFile()` and `availableData` trap (`try!`) on an interrupted read, which a
-/// signal to the test process (a child's SIGCHLD under load) causes now and then.
-func readToEnd(_ handle: FileHandle, stopAfterNewline: Bool = false) -> Data {
-    var data = Data()
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { Glibc.read(handle.fileDescriptor, $0.baseAddress, $0.count) }
-        if count < 0, errno == EINTR { continue }
-        guard count > 0 else { return data }
-        data.append(contentsOf: buffer[0..<count])
-        if stopAfterNewline, buffer[0..<count].contains(UInt8(ascii: "\n")) { return data }
     }
 }
 

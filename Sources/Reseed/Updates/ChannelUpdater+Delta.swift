@@ -12,14 +12,6 @@ extension ChannelUpdater {
         var removeFiles: @Sendable () -> Void
     }
 
-    /// The delta of `manifest` that starts from `installed`, the installed seed's content hash as
-    /// recorded at its install (never guessed from its version), when the channel also states the
-    /// new seed's content hash.
-    func usableDelta(_ manifest: ChannelManifest, from installed: String?) -> ChannelManifest.Delta? {
-        guard let installed, manifest.contentHash != nil else { return nil }
-        return manifest.deltas.first { $0.fromContentHash == installed }
-    }
-
     /// Downloads `delta` and decompresses it into the data directory, for the install pipeline to
     /// apply to a copy of the installed seed (``InstallPipeline/Source/delta(deltaPath:)``).
     ///

@@ -80,6 +80,9 @@ public struct ChannelUpdater: Sendable {
         /// Default nil: the install reports through the launcher's ``Launcher/Configuration/progress``.
         /// A live store sends its ``LiveStore/Event/progress(_:)`` events either way.
         public var progress: (@Sendable (InstallProgress) -> Void)?
+        /// What carries every transfer of an update. Default the platform's engine (libcurl on
+        /// Linux, `URLSession` elsewhere); a test hands in a channel held in memory.
+        var transport: any HTTPTransport = HTTPTransfer.systemTransport
 
         /// The defaults.
         public init() {}
@@ -89,7 +92,8 @@ public struct ChannelUpdater: Sendable {
         func transfer(deadline: Duration? = nil) -> HTTPTransfer {
             let checked = lowSpeedLimit > 0 && lowSpeedTime > .zero
             return HTTPTransfer(timeout: timeout, deadline: deadline,
-                                minimumRate: checked ? HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime) : nil)
+                                minimumRate: checked ? HTTPTransfer.MinimumRate(bytesPerSecond: lowSpeedLimit, window: lowSpeedTime) : nil,
+                                transport: transport)
         }
     }
 
@@ -228,52 +232,35 @@ public struct ChannelUpdater: Sendable {
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
-        guard let (fetched, trust) = try await fetchSignedManifest(conditional: recorded, recorded: context.validators) else {
+        let signed = try await fetchSignedManifest(conditional: recorded, recorded: context.validators)
+        let found = ChannelDecision.Found(
+            name: context.name, manifest: signed?.manifest.manifest, manifestURL: channelURL.appendingPathComponent(ChannelManifest.fileName),
+            recorded: recorded, keys: signed?.trust.keys, installed: context.installed, bundled: context.bundled, embedded: context.embedded,
+            storePath: context.storeURL.path, contentHash: context.contentHash,
+            mayHoldUserTables: context.configuration.userStore.map { context.userStore != $0.name } ?? false,
+            allowsDowngrade: configuration.allowsDowngrade, now: configuration.now(), clockSkew: configuration.clockSkew)
+        let decision = ChannelDecision.decide(found)
+        if case .refused(let error) = decision { throw error }
+        guard let (fetched, trust) = signed else {
             logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
-            // A 304 does not make the manifest it stands for any younger.
-            if let expires = recorded?.expires.flatMap(RFC3339.date) { try checkExpiry(expires, url: channelURL.appendingPathComponent(ChannelManifest.fileName)) }
             outcome.notModified = true
             // The channel still offers what the store holds: what an update cut short after its install left is worthless.
             await offload { SeedDownload.removeAll(store: context.name, in: context.directory) }
             return outcome
         }
-        // Root removed the key that signed the installed release: it loses its standing.
-        if let signer = recorded?.signedBy, trust.keys?.isRevoked(signer) == true { outcome.revokedKeyID = signer }
         let manifest = fetched.manifest
-        if let expires = manifest.expires {
-            try checkExpiry(expires, url: fetched.url)
-        } else if trust.keys != nil {
-            throw ReseedError(.invalidManifest, step: .checkManifest, field: "expires", url: fetched.url,
-                              message: "field \"expires\": missing; a channel with \(ChannelKeys.fileName) says when its manifest expires")
-        }
-        guard manifest.name == context.name else {
-            throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url,
-                              message: "the channel offers the store '\(manifest.name)'; this store is '\(context.name)'")
-        }
-        if manifest.version == baseline {
+        guard decision.installs else {
             try await offload { () throws(ReseedError) in
                 SeedDownload.removeAll(store: context.name, in: context.directory)
                 try self.remember(fetched, trust: trust, in: context)
             }
-            // Signed again by a valid key: the installed release has its standing back.
-            outcome.revokedKeyID = nil
             return outcome
         }
-        let downgradeAllowed = configuration.allowsDowngrade || outcome.revokedKeyID != nil
-        guard downgradeAllowed || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
-            throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
-                "the channel offers \(manifest.name) \(manifest.version), not newer than \(baseline)\(context.installed == nil ? " (bundled)" : " (installed)"); refusing a downgrade")
-        }
-        // The store's own record of its version is a floor too: the preferences may have been lost.
-        if !downgradeAllowed, let embedded = context.embedded, SeedVersion(embedded).isNewer(than: SeedVersion(manifest.version)) {
-            throw ReseedError(.channelRefused, step: .checkManifest, url: fetched.url, message:
-                "the channel offers \(manifest.name) \(manifest.version), older than \(embedded) in the store file \(context.storeURL.path) (its \(SeedMetadata.tableName) table); refusing a downgrade")
-        }
+        // Root removed the key that signed the installed release: it loses its standing.
+        outcome.revokedKeyID = found.revokedKeyID
 
         outcome.fromContentHash = context.installed == nil ? nil : context.contentHash
-        // A store file not yet recorded as holding no user tables may hold them: a delta starts from a pure seed only.
-        let mayHoldUserTables = context.configuration.userStore.map { context.userStore != $0.name } ?? false
-        if !mayHoldUserTables, let delta = usableDelta(manifest, from: outcome.fromContentHash) {
+        if case .delta(let delta) = decision {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
             ])
@@ -356,13 +343,6 @@ public struct ChannelUpdater: Sendable {
     var downloadProgress: (@Sendable (Int64, Int64) -> Void)? {
         guard let report = configuration.progress else { return nil }
         return { @Sendable (done: Int64, total: Int64) in report(InstallProgress(step: .download, completed: done, total: total)) }
-    }
-
-    /// Refuses a manifest whose `expires`, plus the clock-skew allowance, has passed.
-    private func checkExpiry(_ expires: Date, url: URL) throws(ReseedError) {
-        guard ChannelTrust.hasPassed(expires, now: configuration.now(), allowance: configuration.clockSkew) else { return }
-        throw ReseedError(.channelExpired, step: .checkManifest, url: url, message:
-            "the channel's \(ChannelManifest.fileName) expired at \(RFC3339.string(expires)); refusing a manifest the publisher no longer vouches for")
     }
 
     /// What an update works with, read under the update lock.

@@ -4,14 +4,25 @@ import Foundation
 import ReseedSystem
 import Synchronization
 
-/// One GET through libcurl, called directly: the engine of ``HTTPTransfer`` on Linux.
+/// The engine of ``HTTPTransfer`` on Linux: each GET a ``CurlExchange``.
+struct CurlTransport: HTTPTransport {
+    func get(
+        _ request: HTTPTransfer.Request,
+        onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
+        onData: @escaping @Sendable (Data) throws(ReseedError) -> Void
+    ) async throws(ReseedError) -> HTTPTransfer.Response {
+        try await CurlExchange(request, onResponse: onResponse, onData: onData).run()
+    }
+}
+
+/// One GET through libcurl, called directly.
 ///
 /// `curl_easy_perform` runs on a thread of its own (never Swift's cooperative pool); the
 /// awaiting task resumes when it returns. libcurl calls back on that thread with header lines
 /// (gathered into the final response, past `1xx` and the redirects libcurl follows, and handed
 /// to `onResponse` at the blank line that ends them), with pieces of the body (`onData`) and
 /// with progress, at least once a second, where the idle timeout, the deadline, the minimum rate
-/// (``HTTPTransfer/RateWindow``, rather than libcurl's own `CURLOPT_LOW_SPEED_LIMIT`: the same
+/// (``HTTPTransfer/Exchange``'s check, rather than libcurl's own `CURLOPT_LOW_SPEED_LIMIT`: the same
 /// check and sentence as the `URLSession` engine) and a cancellation end the transfer. Any callback that refuses ends it at once: libcurl reads
 /// nothing more. libcurl adds no `Accept-Encoding` of its own and decodes no body
 /// (`CURLOPT_HTTP_CONTENT_DECODING` off): what `onData` gets is the bytes on the wire.
@@ -21,46 +32,29 @@ final class CurlExchange: Sendable {
     /// The largest body of a response that is not the final one (a redirect's) that is read and dropped.
     static let maximumIgnoredBodyBytes = 64 << 10
 
+    /// The exchange, and the header lines of the response that is arriving (libcurl hands them over one at a time).
     private struct State {
+        var exchange: HTTPTransfer.Exchange
         /// The status of the response whose header lines are arriving.
         var status: Int?
         var headers: [String: String] = [:]
         var lastName: String?
-        /// The final response, once handed to `onResponse`.
-        var response: HTTPTransfer.Response?
-        /// Why the transfer was stopped; once set, nothing more is handed over.
-        var failure: ReseedError?
         var headerBytes = 0
         var ignoredBodyBytes = 0
-        var lastActivity: ContinuousClock.Instant
-        var cancelled = false
-        /// Body bytes of the final response handed to `onData`.
-        var bodyBytes: Int64 = 0
-        var rate: HTTPTransfer.RateWindow?
     }
 
-    private let url: URL
-    private let headers: [String: String]
-    private let step: ReseedError.Step
-    private let timeout: Duration
-    private let deadline: Duration?
+    private let request: HTTPTransfer.Request
     private let onResponse: @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void
     private let onData: @Sendable (Data) throws(ReseedError) -> Void
-    private let started = ContinuousClock.now
     private let state: Mutex<State>
 
-    init(url: URL, headers: [String: String], step: ReseedError.Step, timeout: Duration, deadline: Duration?,
-         minimumRate: HTTPTransfer.MinimumRate?,
+    init(_ request: HTTPTransfer.Request,
          onResponse: @escaping @Sendable (HTTPTransfer.Response) throws(ReseedError) -> Void,
          onData: @escaping @Sendable (Data) throws(ReseedError) -> Void) {
-        self.url = url
-        self.headers = headers
-        self.step = step
-        self.timeout = timeout
-        self.deadline = deadline
+        self.request = request
         self.onResponse = onResponse
         self.onData = onData
-        self.state = Mutex(State(lastActivity: started, rate: minimumRate.map(HTTPTransfer.RateWindow.init)))
+        self.state = Mutex(State(exchange: HTTPTransfer.Exchange(request)))
     }
 
     /// Runs the transfer on a thread of its own; a cancelled task stops it within a second.
@@ -70,13 +64,14 @@ final class CurlExchange: Sendable {
                 startDetachedThread("reseed-transfer") { continuation.resume(returning: self.perform()) }
             }
         } onCancel: {
-            self.state.withLock { $0.cancelled = true }
+            self.state.withLock { $0.exchange.cancelled = true }
         }
         return try result.get()
     }
 
+    /// A failure before the transfer began (libcurl cannot be loaded or set up).
     private func failure(_ message: String) -> ReseedError {
-        ReseedError(.download, step: step, url: url, message: message)
+        ReseedError(.download, step: request.step, url: request.url, message: message)
     }
 
     private func perform() -> Result<HTTPTransfer.Response, ReseedError> {
@@ -87,12 +82,10 @@ final class CurlExchange: Sendable {
         defer { reseed_curl_easy_cleanup(handle) }
         var list: UnsafeMutableRawPointer?
         defer { reseed_curl_slist_free_all(list) }
-        // A header a file could have smuggled a line break into is left out: it is only ever a
-        // validator, and without it the server sends the whole file.
         // libcurl sends no User-Agent of its own; some hosts refuse a request without one.
-        var lines = headers
+        var lines = request.headers
         if !lines.keys.contains(where: { $0.lowercased() == "user-agent" }) { lines["User-Agent"] = "Reseed" }
-        for (name, value) in lines.sorted(by: { $0.key < $1.key }) where Self.isSafeHeaderText(name + value) {
+        for (name, value) in lines.sorted(by: { $0.key < $1.key }) {
             guard let longer = reseed_curl_slist_append(list, "\(name): \(value)") else {
                 return .failure(failure("libcurl cannot build the request headers (curl_slist_append)"))
             }
@@ -115,9 +108,9 @@ final class CurlExchange: Sendable {
     /// Sets every option; returns the first failing CURLcode, or CURLE_OK.
     private func configure(_ handle: UnsafeMutableRawPointer, headers: UnsafeMutableRawPointer?,
                            errorBuffer: UnsafeMutablePointer<CChar>?, context: UnsafeMutableRawPointer) -> Int32 {
-        let milliseconds = Self.milliseconds(timeout)
+        let milliseconds = Self.milliseconds(request.timeout)
         let settings: [() -> Int32] = [
-            { self.url.absoluteString.withCString { reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_URL, $0) } },
+            { self.request.url.absoluteString.withCString { reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_URL, $0) } },
             { reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_ERRORBUFFER, errorBuffer) },
             { reseed_curl_setopt_pointer(handle, RESEED_CURLOPT_HTTPHEADER, headers) },
             { reseed_curl_setopt_long(handle, RESEED_CURLOPT_HTTPGET, 1) },
@@ -155,12 +148,6 @@ final class CurlExchange: Sendable {
         return RESEED_CURLE_OK
     }
 
-    /// True when `text` holds no carriage return, line feed or NUL byte. Checked on the bytes:
-    /// "\r\n" is a single Character, which a per-Character test for "\r" or "\n" misses.
-    static func isSafeHeaderText(_ text: String) -> Bool {
-        !text.utf8.contains { $0 == 13 || $0 == 10 || $0 == 0 }
-    }
-
     /// `duration` in whole milliseconds for a libcurl `long` option: at least 1, and clamped
     /// rather than overflowing for a duration of centuries.
     static func milliseconds(_ duration: Duration) -> Int {
@@ -181,11 +168,11 @@ final class CurlExchange: Sendable {
     private func headerLine(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: CharacterSet(charactersIn: "\r\n"))
         let final: HTTPTransfer.Response? = state.withLock { state in
-            state.lastActivity = .now
+            state.exchange.heard()
             state.headerBytes += bytes.count
-            guard state.failure == nil, state.response == nil else { return nil }
+            guard state.exchange.goesOn, state.exchange.response == nil else { return nil }
             if state.headerBytes > Self.maximumHeaderBytes {
-                state.failure = failure("the server's response headers are over \(Self.maximumHeaderBytes) bytes")
+                state.exchange.stop("the server's response headers are over \(Self.maximumHeaderBytes) bytes")
                 return nil
             }
             if line.hasPrefix("HTTP/") {
@@ -200,8 +187,9 @@ final class CurlExchange: Sendable {
                 state.status = nil
                 // libcurl goes on past an interim answer and past any 3xx with a Location.
                 if (100..<200).contains(status) || ((300..<400).contains(status) && !(state.headers["location"] ?? "").isEmpty) { return nil }
-                state.response = HTTPTransfer.Response(status: status, headers: state.headers)
-                return state.response
+                let response = HTTPTransfer.Response(status: status, headers: state.headers)
+                state.exchange.answered(response)
+                return response
             }
             if line.first == " " || line.first == "\t", let name = state.lastName {
                 state.headers[name, default: ""] += " " + line.trimmingCharacters(in: .whitespaces)
@@ -218,34 +206,34 @@ final class CurlExchange: Sendable {
             do {
                 try onResponse(final)
             } catch {
-                state.withLock { if $0.failure == nil { $0.failure = error } }
+                state.withLock { $0.exchange.stop(error) }
                 return false
             }
         }
-        return state.withLock { $0.failure == nil }
+        return state.withLock { $0.exchange.goesOn }
     }
 
     /// One piece of a body: the final response's goes to `onData`, a redirect's is dropped.
     private func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let deliver = state.withLock { state -> Bool in
-            state.lastActivity = .now
-            guard state.failure == nil else { return false }
-            if state.response == nil {
+            state.exchange.heard()
+            guard state.exchange.goesOn else { return false }
+            if state.exchange.response == nil {
                 state.ignoredBodyBytes += bytes.count
                 if state.ignoredBodyBytes > Self.maximumIgnoredBodyBytes {
-                    state.failure = failure("the server sent over \(Self.maximumIgnoredBodyBytes) bytes of body before its final answer")
+                    state.exchange.stop("the server sent over \(Self.maximumIgnoredBodyBytes) bytes of body before its final answer")
                 }
                 return false
             }
-            state.bodyBytes += Int64(bytes.count)
+            state.exchange.delivered(bytes.count)
             return true
         }
-        guard deliver else { return state.withLock { $0.failure == nil } }
+        guard deliver else { return state.withLock { $0.exchange.goesOn } }
         do {
             try onData(Data(bytes))
             return true
         } catch {
-            state.withLock { if $0.failure == nil { $0.failure = error } }
+            state.withLock { $0.exchange.stop(error) }
             return false
         }
     }
@@ -254,37 +242,20 @@ final class CurlExchange: Sendable {
     /// long, or under the minimum rate).
     private func goesOn() -> Bool {
         let now = ContinuousClock.now
-        return state.withLock { state in
-            guard state.failure == nil else { return false }
-            if state.cancelled {
-                state.failure = failure("cancelled")
-            } else if let deadline, now - started > deadline {
-                state.failure = failure("the transfer took longer than \(deadline) in all (the server sends too slowly)")
-            } else if now - state.lastActivity > timeout {
-                state.failure = failure(state.response != nil
-                    ? "the server sent nothing more for \(timeout) (timed out)" : "no answer within \(timeout) (timed out)")
-            } else if let shortfall = state.rate?.record(total: state.bodyBytes, after: now - started), let rate = state.rate {
-                state.failure = ReseedError(.downloadTooSlow, step: step, url: url, message: rate.message(shortfall))
-            }
-            return state.failure == nil
-        }
+        return state.withLock { $0.exchange.check(at: now, checkingIdle: true) }
     }
 
     private func outcome(_ code: Int32, detail: String) -> Result<HTTPTransfer.Response, ReseedError> {
-        let (stopped, response) = state.withLock { ($0.failure, $0.response) }
-        if let stopped { return .failure(stopped) }
-        switch code {
-        case RESEED_CURLE_OK:
-            guard let response else { return .failure(failure("the server closed the connection without answering")) }
-            return .success(response)
-        case RESEED_CURLE_OPERATION_TIMEDOUT:
-            return .failure(failure("no answer within \(timeout) (timed out)"))
-        case RESEED_CURLE_COULDNT_RESOLVE_HOST, RESEED_CURLE_COULDNT_RESOLVE_PROXY, RESEED_CURLE_COULDNT_CONNECT:
-            return .failure(failure("cannot connect: \(detail)"))
-        case RESEED_CURLE_TOO_MANY_REDIRECTS:
-            return .failure(failure("too many redirects: \(detail)"))
-        default:
-            return .failure(failure(response != nil ? "the connection broke: \(detail)" : "the request failed: \(detail)"))
+        state.withLock { state in
+            let exchange = state.exchange
+            let engineFailure: String? = switch code {
+            case RESEED_CURLE_OK: nil
+            case RESEED_CURLE_OPERATION_TIMEDOUT: exchange.timedOut(answered: false)
+            case RESEED_CURLE_COULDNT_RESOLVE_HOST, RESEED_CURLE_COULDNT_RESOLVE_PROXY, RESEED_CURLE_COULDNT_CONNECT: "cannot connect: \(detail)"
+            case RESEED_CURLE_TOO_MANY_REDIRECTS: "too many redirects: \(detail)"
+            default: exchange.response != nil ? "the connection broke: \(detail)" : "the request failed: \(detail)"
+            }
+            return exchange.result(engineFailure: engineFailure)
         }
     }
 }

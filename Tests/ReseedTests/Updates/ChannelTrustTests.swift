@@ -1,45 +1,27 @@
 import Foundation
 import Reseed
 import ReseedPackaging
+import ReseedTestSupport
 import ReseedTesting
 import Testing
 
 /// Channel trust against TUF's attacks: an old manifest served forever (freeze), a leaked channel
 /// key (compromise, and the high version it signs: fast-forward), a forged or rolled-back
-/// `keys.json`. Each device is a real data directory updated from a real HTTP server.
+/// `keys.json`. Each device is a real data directory updated from a channel served in memory;
+/// expiry is checked against the updater's clock (``ChannelUpdater/Configuration/now``), never by waiting.
 @Suite(.timeLimit(.minutes(10))) struct ChannelTrustTests {
-    /// The channel's root and two channel keys, `keys.json` listing both, and the app pinning the root.
-    struct Keyed {
-        let sandbox: ChannelSandbox
-        let root = ChannelPrivateKey()
-        let first = ChannelPrivateKey()
-        let second = ChannelPrivateKey()
-
-        init() throws {
-            sandbox = try ChannelSandbox()
-            try edit([.add(first.publicKey, expires: .now.addingTimeInterval(86_400)), .add(second.publicKey, expires: .now.addingTimeInterval(86_400))])
-        }
-
-        @discardableResult
-        func edit(_ changes: [ChannelKeysEditor.Change], root: ChannelPrivateKey? = nil) throws -> ChannelKeys {
-            try ChannelKeysEditor(channel: sandbox.channel, rootKey: root ?? self.root).apply(changes)
-        }
-
-        func updater(_ bundled: Seed) -> ChannelUpdater { sandbox.updater(bundled, publicKey: root.publicKey) }
-        var keysFile: URL { sandbox.channel.appendingPathComponent(ChannelKeys.fileName) }
-    }
-
-    // MARK: Expiry (freeze)
-
     @Test func anExpiredChannelIsRefusedAndTheStoreStaysAsItWas() async throws {
-        let sandbox = try ChannelSandbox()
+        let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.seed("1.0.0")
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
         let expired = try #require(RFC3339.date("2026-01-02T03:04:05Z"))
         try sandbox.forgeManifest { $0.expires = expired }
 
-        let error = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        // A day later, by the updater's clock.
+        let error = try await #require(throws: ReseedError.self) {
+            try await sandbox.updater(bundled, now: { expired.addingTimeInterval(86_400) }).update()
+        }
         #expect(error.code == .channelExpired)
         #expect(error.message.contains("expired at 2026-01-02T03:04:05Z"), "\(error.message)")
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
@@ -47,77 +29,41 @@ import Testing
     }
 
     @Test func aChannelExpiredWithinTheClockSkewAllowanceIsAccepted() async throws {
-        let sandbox = try ChannelSandbox()
+        let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.seed("1.0.0")
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
-        try sandbox.forgeManifest { $0.expires = .now.addingTimeInterval(-120) }
+        let expires = try #require(RFC3339.date("2026-03-01T00:00:00Z"))
+        try sandbox.forgeManifest { $0.expires = expires }
+        // Two minutes past the expiry, by the updater's clock.
+        let now = { @Sendable in expires.addingTimeInterval(120) }
 
-        let strict = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled, clockSkew: .zero).update() }
+        let strict = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled, clockSkew: .zero, now: now).update() }
         #expect(strict.code == .channelExpired)
-        let outcome = try await sandbox.updater(bundled, clockSkew: .seconds(600)).update()
+        let outcome = try await sandbox.updater(bundled, clockSkew: .seconds(600), now: now).update()
         #expect(outcome.action == .updated)
         #expect(try sandbox.labels().count == 4)
     }
 
     /// A 304 stands for the manifest checked before: once that one expired, the 304 is no excuse.
     @Test func anExpiredManifestIsRefusedEvenWhenTheServerSaysNotModified() async throws {
-        let sandbox = try ChannelSandbox()
+        let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.seed("1.0.0")
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
-        try sandbox.forgeManifest { $0.expires = .now.addingTimeInterval(3600) }
-        #expect(try await sandbox.updater(bundled).update().action == .updated)
+        let checked = try #require(RFC3339.date("2026-03-01T00:00:00Z"))
+        try sandbox.forgeManifest { $0.expires = checked.addingTimeInterval(3600) }
+        #expect(try await sandbox.updater(bundled, now: { checked }).update().action == .updated)
 
         // Two hours later, by the updater's clock: no sleep.
-        let later = { @Sendable in Date(timeIntervalSinceNow: 7200) }
+        let later = { @Sendable in checked.addingTimeInterval(7200) }
         let error = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled, clockSkew: .zero, now: later).update() }
         #expect(error.code == .channelExpired)
         #expect(try sandbox.server.requests().last { $0.path == "/channel.json" }?.status == 304)
     }
 
-    @Test func republishingWithValidForReSignsAndChangesNothingElse() throws {
-        let sandbox = try ChannelSandbox()
-        let keyFile = sandbox.directory.appending("channel.key")
-        _ = try ChannelPrivateKey.generate(privateKeyFile: keyFile, publicKeyFile: sandbox.directory.appending("channel.pub"))
-        for version in ["1.0.0", "1.1.0"] {
-            let seed = try sandbox.seed(version, rows: version == "1.0.0" ? 3 : 4)
-            let publish = try ReseedBinary.run(["publish", seed.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", keyFile.path, "--valid-for", "4s"])
-            try #require(publish.status == 0, "\(publish.stderr)")
-        }
-        func files() throws -> [String: Data] {
-            var result: [String: Data] = [:]
-            for name in try FileManager.default.contentsOfDirectory(atPath: sandbox.channel.path) where !name.hasPrefix(".") && !name.hasPrefix("channel.json") {
-                result[name] = try Data(contentsOf: sandbox.channel.appendingPathComponent(name))
-            }
-            return result
-        }
-        func manifest() throws -> (lines: [Substring], expires: Date?) {
-            let bytes = try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelManifest.fileName))
-            let decoded = try ChannelManifest.decode(Array(bytes), source: "channel.json")
-            return (String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { !$0.contains("\"expires\"") }, decoded.expires)
-        }
-        let before = try files()
-        let (linesBefore, expiresBefore) = try manifest()
-        #expect(before.keys.contains("items-1.1.0.sqlite.gz"))
-        let shortly = try #require(expiresBefore)
-        #expect(shortly > .now.addingTimeInterval(-60) && shortly < .now.addingTimeInterval(60))
-
-        let again = try ReseedBinary.run(["publish", sandbox.directory.appending("seed-1.1.0").path, "--channel", sandbox.channel.path,
-                                          "--private-key", keyFile.path, "--valid-for", "30d"])
-        try #require(again.status == 0, "\(again.stderr)")
-        #expect(again.stdout.contains("already there"))
-        let (linesAfter, expiresAfter) = try manifest()
-        #expect(try files() == before, "no seed, compressed seed or delta file changed")
-        #expect(linesAfter == linesBefore, "only expires changed in channel.json")
-        let later = try #require(expiresAfter)
-        #expect(abs(later.timeIntervalSince(.now) - 30 * 86_400) < 600)
-    }
-
-    // MARK: Root and channel keys
-
     @Test func aChannelSignedByAListedChannelKeyInstallsAndTheSignerIsRecorded() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         try keyed.sandbox.publish(try keyed.sandbox.seed("1.1.0", rows: 4), key: keyed.first)
@@ -131,7 +77,7 @@ import Testing
     }
 
     @Test func aForgedKeysJSONIsRefused() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         let intruder = ChannelPrivateKey()
@@ -151,7 +97,7 @@ import Testing
     }
 
     @Test func aKeysJSONSignedByAKeyThatIsNotARootIsRefused() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         try FileManager.default.removeItem(at: keyed.keysFile)
@@ -166,7 +112,7 @@ import Testing
     }
 
     @Test func aChannelSignedByARemovedKeyIsRefused() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         try keyed.sandbox.publish(try keyed.sandbox.seed("1.1.0", rows: 4), key: keyed.first)
@@ -181,21 +127,23 @@ import Testing
     }
 
     @Test func aChannelSignedByAnExpiredChannelKeyIsRefused() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         try keyed.sandbox.publish(try keyed.sandbox.seed("1.1.0", rows: 4), key: keyed.first)
         let expiry = try #require(RFC3339.date("2026-01-01T00:00:00Z"))
         try keyed.edit([.add(keyed.first.publicKey, expires: expiry)])
 
-        let error = try await #require(throws: ReseedError.self) { try await keyed.updater(bundled).update() }
+        // A day past the key's expiry, by the updater's clock.
+        let updater = keyed.sandbox.updater(bundled, publicKey: keyed.root.publicKey, now: { expiry.addingTimeInterval(86_400) })
+        let error = try await #require(throws: ReseedError.self) { try await updater.update() }
         #expect(error.code == .channelKeyExpired)
         #expect(error.message.contains("expired at 2026-01-01T00:00:00Z"), "\(error.message)")
         #expect(try keyed.sandbox.labels().count == 3)
     }
 
     @Test func anOlderKeysJSONThanOneSeenIsRefusedAndSoIsNone() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         let versionOne = try Data(contentsOf: keyed.keysFile)
@@ -216,7 +164,7 @@ import Testing
     }
 
     @Test func aKeysJSONOverSixtyFourKiBIsRefusedWithoutReadingItAll() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         try keyed.sandbox.publish(try keyed.sandbox.seed("1.1.0", rows: 4), key: keyed.first)
@@ -254,38 +202,8 @@ import Testing
         #expect(signatureError.field == "signatures[0].keyid", "\(signatureError.message)")
     }
 
-    // MARK: Recovery from a leaked key (fast-forward)
-
-    @Test func afterRootRemovesALeakedKeyAGenuineLowerReleaseInstallsAndSaysWhy() async throws {
-        let keyed = try Keyed()
-        let sandbox = keyed.sandbox
-        let bundled = try sandbox.seed("1.0.0")
-        try sandbox.launch(bundled)
-        // The thief of the first key publishes 99.0.0; the device installs it.
-        try sandbox.publish(try sandbox.seed("99.0.0", rows: 2), key: keyed.first)
-        #expect(try await keyed.updater(bundled).update().version == "99.0.0")
-
-        // Root removes the leaked key; the publisher releases 1.1.0 with the second key.
-        try keyed.edit([.remove(keyed.first.publicKey)])
-        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4), key: keyed.second)
-        let rootFile = sandbox.directory.appending("root.pub")
-        try Data((keyed.root.publicKey.base64 + "\n").utf8).write(to: rootFile)
-        let update = try ReseedBinary.run(["update", "--channel", sandbox.server.url.absoluteString, "--public-key", rootFile.path,
-                                           "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path])
-        #expect(update.status == 0, "\(update.stderr)")
-        #expect(update.stdout.contains("Updated items to 1.1.0 (was 99.0.0)"), "\(update.stdout)")
-        #expect(update.stdout.contains("the channel's root removed the key \(keyed.first.publicKey.keyID.prefix(16))"), "\(update.stdout)")
-        #expect(try sandbox.labels() == ["1.1.0-1", "1.1.0-2", "1.1.0-3", "1.1.0-4"])
-        #expect(try sandbox.recorded().version == "1.1.0")
-
-        // 1.1.0 has its standing: a lower release is a downgrade again.
-        try sandbox.publish(try sandbox.seed("1.0.5"), key: keyed.second)
-        let downgrade = try await #require(throws: ReseedError.self) { try await keyed.updater(bundled).update() }
-        #expect(downgrade.code == .channelRefused)
-    }
-
     @Test func theOutcomeNamesTheRemovedKeyThatSignedTheReplacedRelease() async throws {
-        let keyed = try Keyed()
+        let keyed = try KeyedChannel(try ChannelSandbox.inMemory())
         let bundled = try keyed.sandbox.seed("1.0.0")
         try keyed.sandbox.launch(bundled)
         try keyed.sandbox.publish(try keyed.sandbox.seed("99.0.0", rows: 2), key: keyed.first)
@@ -300,56 +218,8 @@ import Testing
         #expect(outcome.revokedKeyID == keyed.first.publicKey.keyID)
     }
 
-    // MARK: The command line
-
-    @Test func keysAndUpdateFailuresAreOneSentence() throws {
-        let keyed = try Keyed()
-        let sandbox = keyed.sandbox
-        let rootFile = sandbox.directory.appending("root.key"), rootPub = sandbox.directory.appending("root.pub")
-        _ = try ChannelPrivateKey.generate(privateKeyFile: rootFile, publicKeyFile: rootPub)
-        let stranger = sandbox.directory.appending("stranger.pub")
-        try Data((ChannelPrivateKey().publicKey.base64 + "\n").utf8).write(to: stranger)
-
-        // keys.json is signed by another root than the one given.
-        let wrongRoot = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--add", stranger.path])
-        #expect(wrongRoot.status == 1)
-        #expect(wrongRoot.stderrLines.count == 1 && wrongRoot.stderr.contains("is not signed by this root key"), "\(wrongRoot.stderr)")
-        let badDuration = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--add", stranger.path, "--valid-for", "0d"])
-        #expect(badDuration.status != 0)
-        #expect(badDuration.stderr.contains("--valid-for must be a whole number and a unit"), "\(badDuration.stderr)")
-
-        let bundled = try sandbox.seed("1.0.0")
-        try sandbox.launch(bundled)
-        try FileManager.default.removeItem(at: keyed.keysFile)
-        let add = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--add", stranger.path])
-        #expect(add.status == 0, "\(add.stderr)")
-        #expect(add.stdout.hasPrefix("Wrote \(keyed.keysFile.path) version 1, signed by the root key"), "\(add.stdout)")
-        let removeUnlisted = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", rootFile.path, "--remove", rootPub.path])
-        #expect(removeUnlisted.status == 1)
-        #expect(removeUnlisted.stderrLines.count == 1 && removeUnlisted.stderr.contains("does not list the channel key"), "\(removeUnlisted.stderr)")
-    }
-
-    @Test func updateOfAnExpiredChannelSaysWhenInOneSentence() throws {
-        let sandbox = try ChannelSandbox()
-        let bundled = try sandbox.seed("1.0.0")
-        try sandbox.launch(bundled)
-        try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
-        try sandbox.forgeManifest { $0.expires = RFC3339.date("2026-03-04T05:06:07Z") }
-        let keyFile = sandbox.directory.appending("channel.pub")
-        try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: keyFile)
-
-        let update = try ReseedBinary.run(["update", "--channel", sandbox.server.url.absoluteString, "--public-key", keyFile.path,
-                                           "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path])
-        #expect(update.status == 1)
-        #expect(update.stderrLines.count == 1, "\(update.stderr)")
-        #expect(update.stderr.contains("expired at 2026-03-04T05:06:07Z"), "\(update.stderr)")
-        #expect(try sandbox.labels().count == 3)
-    }
-
-    // MARK: Compatibility
-
     @Test func aChannelWithoutKeysJSONOrExpiryFromAnOlderPublisherStillInstalls() async throws {
-        let sandbox = try ChannelSandbox()
+        let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.seed("1.0.0")
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))

@@ -2,62 +2,18 @@ import Foundation
 import GRDB
 import Reseed
 import ReseedPackaging
+import ReseedTestSupport
 import ReseedTesting
 import Testing
 
 /// A release that changes the schema (a table added, a trigger rewritten, an index added) gets a
-/// format-2 delta on the channel; `reseed diff --delta-size` and `reseed publish` say what it carries.
-@Suite(.timeLimit(.minutes(10))) struct ChannelSchemaDeltaTests {
-    /// The `items` seed of ``ChannelSandbox/release(_:generation:extraColumn:)``, plus a trigger; release 1.1.0 adds a table and an index and rewrites the trigger.
-    func release(_ version: String, changed: Bool, in sandbox: ChannelSandbox) throws -> Seed {
-        var sql = [
-            "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL)",
-            """
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
-            INSERT INTO item (id, label) SELECT i, 'item ' || i || ' ' || hex(i * 2654435761 % 4294967291) FROM n
-            """,
-        ]
-        if changed {
-            sql += [
-                "UPDATE item SET label = label || ' updated' WHERE id % 300 = 1",
-                "CREATE TABLE shelf (code TEXT PRIMARY KEY, item_id INTEGER NOT NULL) WITHOUT ROWID",
-                "INSERT INTO shelf VALUES ('A1', 1), ('B2', 2)",
-                "CREATE INDEX item_label ON item (label)",
-                "CREATE TRIGGER item_guard BEFORE DELETE ON item BEGIN SELECT RAISE(ABORT, 'items stay'); END",
-            ]
-        } else {
-            sql.append("CREATE TRIGGER item_guard BEFORE DELETE ON item BEGIN SELECT RAISE(IGNORE); END")
-        }
-        return try SeedFixture(name: "items", version: version, sql: sql).build(in: sandbox.directory.appending("schema-\(version)"))
-    }
-
-    @Test func aSchemaChangeIsUpdatedByADeltaThatReachesTheNewContentHash() async throws {
-        let sandbox = try ChannelSandbox()
-        let bundled = try release("1.0.0", changed: false, in: sandbox)
-        try sandbox.launch(bundled)
-        try sandbox.publish(bundled, compressed: true)
-        let offered = try release("1.1.0", changed: true, in: sandbox)
-        let published = try sandbox.publish(offered, compressed: true)
-        let delta = try #require(published.manifest.deltas.first, "\(published.skippedDeltas)")
-        let built = try #require(published.deltaContents.first?.built)
-        #expect(built.format == 2)
-        #expect(built.tables.contains(.init(name: "shelf", deleted: 0, updated: 0, inserted: 2, carries: .wholeTable, reason: .added)))
-
-        let outcome = try await sandbox.updater(bundled).update()
-        #expect(outcome.method == .delta)
-        #expect(outcome.downloadedBytes == delta.file.size)
-        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
-        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
-        let trigger = try await DatabaseQueue(path: sandbox.storeURL.path).read {
-            try String.fetchOne($0, sql: "SELECT sql FROM sqlite_schema WHERE name = 'item_guard'")
-        }
-        #expect(trigger?.contains("items stay") == true)
-    }
-
+/// format-2 delta on the channel; `reseed diff --delta-size` and `reseed publish` say what it carries
+/// (its update is tested in process, in `ReseedTests`' `ChannelDeltaTests`).
+@Suite(.timeLimit(.minutes(10))) struct ChannelSchemaDeltaCommandTests {
     @Test func diffAndPublishSayWhatTheDeltaCarriesPerTableAndSchemaObject() throws {
         let sandbox = try ChannelSandbox()
-        let old = try release("1.0.0", changed: false, in: sandbox)
-        let new = try release("1.1.0", changed: true, in: sandbox)
+        let old = try sandbox.schemaRelease("1.0.0", changed: false)
+        let new = try sandbox.schemaRelease("1.1.0", changed: true)
         let text = try ReseedBinary.run(["diff", old.fileURL.path, new.fileURL.path, "--delta-size"])
         #expect(text.status == 0, "\(text.stderr)")
         let header = try #require(text.stdout.split(separator: "\n").first { $0.hasPrefix("Row-level delta: ") }, "\(text.stdout)")

@@ -2,35 +2,27 @@
 import Glibc
 #endif
 import Foundation
+import Reseed
 import Synchronization
 
-/// `channel_server.py`, serving one channel folder on an ephemeral port of 127.0.0.1 for one test.
+/// `channel_server.py`, serving one channel folder on an ephemeral port of 127.0.0.1 for one test:
+/// the host of the tests where the HTTP itself is under test (libcurl's or `URLSession`'s timeouts,
+/// redirects, a body refused on its headers) and of the tests that run `reseed`.
 ///
 /// Switches (a cut connection, a hang, an error status, an oversized manifest, a gzip bomb,
 /// validators of a host without ETag) are set with
 /// ``set(_:)``; every request it received is in ``requests()``. It stops when released.
-final class ChannelServer {
-    /// One request as the server logged it, before answering.
-    struct Request: Equatable {
-        var method: String
-        var path: String
-        var range: String?
-        var ifRange: String?
-        var ifNoneMatch: String?
-        var ifModifiedSince: String?
-        var status: Int?
-    }
-
+public final class ChannelServer: ChannelHost {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("channel_server.py")
 
     /// The channel's URL, with a final slash.
-    let url: URL
+    public let url: URL
     private let process: Process
     private let controlURL: URL
     private let logURL: URL
 
     /// Starts the server on `root`, keeping its control and log files in `scratch`.
-    init(root: URL, scratch: URL) throws {
+    public init(root: URL, scratch: URL) throws {
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         controlURL = scratch.appendingPathComponent("control.json")
         logURL = scratch.appendingPathComponent("requests.jsonl")
@@ -45,41 +37,42 @@ final class ChannelServer {
 
         // The first line is "PORT <n>"; wait for it at most 20 seconds.
         let line = LineReader(out.fileHandleForReading)
-        guard let first = line.firstLine(timeout: 20), first.hasPrefix("PORT "), let port = Int(first.dropFirst(5)) else {
+        guard let first = line.firstLine(timeout: 20), first.hasPrefix("PORT "), let port = Int(first.dropFirst(5)),
+              let url = URL(string: "http://127.0.0.1:\(port)/") else {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "channel_server.py did not say its port"])
         }
-        url = URL(string: "http://127.0.0.1:\(port)/")!
+        self.url = url
     }
 
     deinit { stop() }
 
     /// Kills the server (SIGKILL: a test runner's threads may block SIGTERM, and children inherit the mask).
-    func stop() {
+    public func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
     /// Replaces the switches: a JSON object as the script's documentation describes; `[:]` for none.
-    func set(_ control: [String: Any]) throws {
+    public func set(_ control: [String: Any]) throws {
         let data = try JSONSerialization.data(withJSONObject: control)
         try data.write(to: controlURL, options: .atomic)
     }
 
     /// The requests received so far, in order.
-    func requests() throws -> [Request] {
+    public func requests() throws -> [ChannelRequest] {
         try logLines().compactMap { line in
             guard let method = line["method"] as? String, let path = line["path"] as? String else { return nil }
-            return Request(method: method, path: path, range: line["range"] as? String, ifRange: line["ifRange"] as? String,
+            return ChannelRequest(method: method, path: path, range: line["range"] as? String, ifRange: line["ifRange"] as? String,
                            ifNoneMatch: line["ifNoneMatch"] as? String, ifModifiedSince: line["ifModifiedSince"] as? String,
                            status: line["status"] as? Int)
         }
     }
 
     /// The body bytes sent for each finished response to `path`, waiting up to `timeout` for at least one.
-    func bodyBytesSent(to path: String, timeout: Duration = .seconds(20)) throws -> [Int] {
+    public func bodyBytesSent(to path: String, timeout: Duration) throws -> [Int] {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while true {
             let sent = try logLines().compactMap { $0["done"] as? String == path ? $0["sent"] as? Int : nil }
@@ -87,6 +80,9 @@ final class ChannelServer {
             Thread.sleep(forTimeInterval: 0.05)
         }
     }
+
+    /// Nothing to set: an updater reaches the server through the platform's engine.
+    public func configure(_ configuration: inout ChannelUpdater.Configuration) {}
 
     private func logLines() throws -> [[String: Any]] {
         guard let data = FileManager.default.contents(atPath: logURL.path) else { return [] }

@@ -1,0 +1,29 @@
+import Foundation
+import Reseed
+import ReseedPackaging
+
+/// A sandbox's channel with trust: its root key and two channel keys, `keys.json` listing both
+/// (each valid a day), and the app pinning the root.
+public struct KeyedChannel {
+    public let sandbox: ChannelSandbox
+    public let root = ChannelPrivateKey()
+    public let first = ChannelPrivateKey()
+    public let second = ChannelPrivateKey()
+
+    public init(_ sandbox: ChannelSandbox) throws {
+        self.sandbox = sandbox
+        try edit([.add(first.publicKey, expires: .now.addingTimeInterval(86_400)), .add(second.publicKey, expires: .now.addingTimeInterval(86_400))])
+    }
+
+    /// Applies `changes` to `keys.json`, signed by `root` (the channel's own by default).
+    @discardableResult
+    public func edit(_ changes: [ChannelKeysEditor.Change], root: ChannelPrivateKey? = nil) throws -> ChannelKeys {
+        try ChannelKeysEditor(channel: sandbox.channel, rootKey: root ?? self.root).apply(changes)
+    }
+
+    /// An updater of the app shipping `bundled`, pinning the root.
+    public func updater(_ bundled: Seed) -> ChannelUpdater { sandbox.updater(bundled, publicKey: root.publicKey) }
+
+    /// The channel's `keys.json`.
+    public var keysFile: URL { sandbox.channel.appendingPathComponent(ChannelKeys.fileName) }
+}
