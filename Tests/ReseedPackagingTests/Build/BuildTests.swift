@@ -155,7 +155,7 @@ import Testing
     }
 
     @Test func committedExampleSeedMatchesAFreshBuild() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let committed = try Seed(at: root.appendingPathComponent("SeedData"))
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("reseed-example-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: output) }

@@ -67,7 +67,7 @@ import Testing
 
     @Test func aDatabaseWithoutVirtualTablesHashesAsVersionOne() throws {
         // The committed example's manifest was written before version 2 existed.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let manifest = try SeedManifest.read(from: root.appendingPathComponent("SeedData/triage.manifest.json"))
         #expect(try SeedContentHash.compute(path: root.appendingPathComponent("SeedData/triage.sqlite").path) == manifest.contentHash)
     }
