@@ -93,14 +93,14 @@ struct InstallPipeline: Sendable {
     func stage(progress: (@Sendable (_ completed: Int64, _ total: Int64) -> Void)?) throws(Failure) -> Staged {
         let storeName = installation.storeName
         let removedLeftovers = try Self.during(.clean) { () throws(ReseedError) in
-            try Reseed.during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles(for: storeName) }
+            try Reseed.during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: storeName) } }
         }
         if !removedLeftovers.isEmpty {
             logger.notice("removed temporary files of an interrupted install", metadata: ["files": "\(removedLeftovers)"])
         }
         // After the clean-up, whose removals count as free space; before the copy creates anything.
         try Self.during(.checkSpace) { () throws(ReseedError) in try installation.diskSpace(for: source).check(in: directory) }
-        let temporary = Directory.temporaryName(for: storeName)
+        let temporary = StoreLayout.temporaryName(of: storeName)
         // Copy and verify are one pass: the SHA-256 is computed while copying, the checks read the
         // copy from the page cache before its fsync. A failure names which of the two it was.
         do throws(ReseedError) {

@@ -180,7 +180,7 @@ extension LiveStore {
         }
         let directory = prepared.pipeline.installation.directory
         let storeName = prepared.pipeline.installation.storeName
-        var retired: String? = Directory.temporaryName(for: storeName)
+        var retired: String? = StoreLayout.temporaryName(of: storeName)
         if let name = retired, (try? directory.link(storeName, to: name)) == nil { retired = nil }
         let swapped: InstallPipeline.Swapped
         do throws(InstallPipeline.Failure) {

@@ -55,7 +55,7 @@ extension ChannelUpdater {
             throw InstallPipeline.Failure(stage: .copy, error: error)
         }
         received += downloaded.received
-        let deltaName = SeedDownload.prefix(forStore: manifest.name) + "delta-" + String(delta.file.sha256.prefix(16)) + ".sqlite"
+        let deltaName = StoreLayout(store: manifest.name).deltaName(sha256: delta.file.sha256)
         let removeFiles: @Sendable () -> Void = {
             download.removeFiles()
             for file in [deltaName] + StoreLayout.sidecars(of: deltaName) { _ = try? directory.remove(file) }
