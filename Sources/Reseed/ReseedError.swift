@@ -184,7 +184,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
 
 extension ReseedError {
     /// Converts any error thrown while doing `step` into a ``ReseedError`` that names it.
-    package static func wrapping(_ error: any Error, step: Step, path: String? = nil) -> ReseedError {
+    static func wrapping(_ error: any Error, step: Step, path: String? = nil) -> ReseedError {
         switch error {
         case let error as ReseedError:
             return error

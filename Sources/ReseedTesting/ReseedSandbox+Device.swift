@@ -57,7 +57,7 @@ extension ReseedSandbox {
             try Data("{\"reseed\": {\"".utf8).write(to: launcher.preferencesURL)
         }
         if state.leftoverTemporaryFile {
-            let name = StoreLayout(store: outcome.name).temporaryPrefix + "0000000000000000"
+            let name = StoreLayout.temporaryName(of: StoreLayout(store: outcome.name).storeFileName)
             try Data(repeating: 0x53, count: 8192).write(to: dataDirectory.appendingPathComponent(name))
         }
     }

@@ -41,8 +41,6 @@ extension ReseedCommand {
                     try Launcher(seed: store.seedURL(project), dataDirectory: dataDirectory, configuration: configuration).plannedDecision()
                 }
                 let matches = decision?.writesNothing
-                let names = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory.path)) ?? []
-                let files = StoreLayout(store: storeName).files(among: names)
                 let preferencesState: String = switch contents {
                 case .missing: "missing"
                 case .valid: "valid"
@@ -50,9 +48,9 @@ extension ReseedCommand {
                 case .tooLarge: "tooLarge"
                 }
                 // reseed.json's user store goes with its seed, as on launch.
-                let user = try (userStore ?? (store.seed == nil ? project.userStore : nil)).map { name in
-                    try UserStoreSummary.look(name: name, in: dataDirectory)
-                }
+                let userStoreName = userStore ?? (store.seed == nil ? project.userStore : nil)
+                let user = try userStoreName.map { name in try UserStoreSummary.look(name: name, in: dataDirectory) }
+                let files = StoreLayout.files(in: dataDirectory, store: storeName, userStore: userStoreName, preferences: preferences.url)
                 if json {
                     try Terminal.out(json: Report(
                         name: storeName, recordedVersion: recorded, source: source, shippedVersion: shipped?.version, upToDate: matches,
@@ -65,10 +63,7 @@ extension ReseedCommand {
                 try Terminal.out("recorded:  \(recorded ?? "none")" + (source.map { " from the \($0.rawValue)" } ?? "") + " (preferences \(preferencesState): \(preferences.url.path))")
                 try Terminal.out("shipped:   \(shipped?.version ?? "unknown")")
                 if let decision { try Terminal.out(Self.sentence(decision)) }
-                let others = files.filter { $0.kind != .store }
-                if !others.isEmpty {
-                    try Terminal.out("beside it: " + others.map { "\($0.name) (\($0.kind.rawValue), removed by: \($0.removedBy.rawValue))" }.joined(separator: ", "))
-                }
+                if !files.isEmpty { try Terminal.out("files:\n" + files.map { "  " + $0.line }.joined(separator: "\n")) }
                 if let user { try Terminal.out(Self.lines(user)) }
             }
         }
@@ -126,7 +121,9 @@ extension ReseedCommand.Status {
         @NullWhenNil var decision: String?
         /// Why it would install or record (a ``LaunchOutcome/Reason``).
         @NullWhenNil var reason: String?
-        /// The files Reseed keeps beside the store that are there, each with its kind and what removes it.
+        /// The files Reseed keeps in the data directory that are there (the store's, the user store's,
+        /// the preferences file's), each with its `name`, `kind`, what removes it (`removedBy`), the
+        /// file it `belongsTo` and what it is in words (`description`).
         var files: [StoreLayout.File]
         var store: String
         var storePresent: Bool

@@ -47,7 +47,7 @@ struct UserStoreSummary: Encodable {
             summary.problem = "not a SQLite database"
             return summary
         }
-        let wal = url.path + "-wal"
+        let wal = StoreLayout.wal(of: url.path)
         do {
             var contents = try read(url, immutable: !FileManager.default.fileExists(atPath: wal))
             if contents.immutable && FileManager.default.fileExists(atPath: wal) {

@@ -146,12 +146,71 @@ import Testing
         try Data().write(to: data.appendingPathComponent("notes.txt"))
         let listed = try jsonObject(try ReseedBinary.run(["status", "--seed", old.manifestURL.path, "--data-dir", data.path, "--json"]).stdout)
         let files = try #require(listed["files"] as? [[String: String]])
-        #expect(files.contains(["name": "items.sqlite", "kind": "store", "removedBy": "never"]))
-        #expect(files.contains(["name": ".items.sqlite.reseed-lock", "kind": "installLock", "removedBy": "never"]))
-        #expect(files.contains(["name": ".items.sqlite.reseed-tmp-0123456789abcdef", "kind": "temporary", "removedBy": "nextLaunch"]))
-        #expect(files.allSatisfy { !($0["name"] ?? "").hasPrefix("notes") && !($0["name"] ?? "").hasPrefix("preferences") })
+        for (name, kind, removal) in [("items.sqlite", "store", "never"), (".items.sqlite.reseed-lock", "installLock", "never"),
+                                      (".items.sqlite.reseed-tmp-0123456789abcdef", "temporary", "nextLaunch")] {
+            let file = files.first { $0["name"] == name }
+            #expect(file?["kind"] == kind && file?["removedBy"] == removal, "\(name): \(files)")
+        }
+        #expect(files.allSatisfy { !($0["name"] ?? "").hasPrefix("notes") })
         let human = try ReseedBinary.run(["status", "--seed", old.manifestURL.path, "--data-dir", data.path])
         #expect(human.stdout.contains(".items.sqlite.reseed-tmp-0123456789abcdef (temporary, removed by: nextLaunch)"))
+    }
+
+    /// `reseed status` lists every file Reseed keeps in the data directory that is there: the
+    /// store's, the user store's and the preferences file's, each with what it is, what removes
+    /// it and the file it belongs to; nothing else.
+    @Test func statusListsEveryFileReseedKeepsInTheDataDirectory() throws {
+        let sandbox = try TemporaryDirectory()
+        let data = sandbox.appending("data")
+        let seed = try itemsSeed("1.0.0", in: sandbox)
+        let launched = try ReseedBinary.run(["launch", "--seed", seed.manifestURL.path, "--data-dir", data.path])
+        #expect(launched.status == 0, "\(launched.stderr)")
+        // (name, kind, removed by, belongs to): each made here, but the store, the preferences and their locks the launch made.
+        let expected = [
+            ("items.sqlite", "store", "never", "items.sqlite"),
+            ("items.sqlite-wal", "sidecar", "nextInstall", "items.sqlite"),
+            ("items.sqlite-shm", "sidecar", "nextInstall", "items.sqlite"),
+            (".items.sqlite.reseed-lock", "installLock", "never", "items.sqlite"),
+            (".items.sqlite.reseed-update-lock", "updateLock", "never", "items.sqlite"),
+            (".items.sqlite.reseed-tmp-0123456789abcdef", "temporary", "nextLaunch", "items.sqlite"),
+            ("..items.sqlite.reseed-tmp-0123456789abcdef.reseed-tmp-fedcba9876543210", "temporary", "nextLaunch", "items.sqlite"),
+            (".items.sqlite.reseed-download-0123456789abcdef", "download", "nextUpdate", "items.sqlite"),
+            (".items.sqlite.reseed-download-0123456789abcdef.etag", "download", "nextUpdate", "items.sqlite"),
+            (".items.sqlite.reseed-download-delta-0123456789abcdef.sqlite", "download", "nextUpdate", "items.sqlite"),
+            ("items.sqlite.invalid-20260101T000000Z-0000abcd", "keptAside", "never", "items.sqlite"),
+            ("items-user.sqlite", "store", "never", "items-user.sqlite"),
+            ("items-user.sqlite-wal", "sidecar", "never", "items-user.sqlite"),
+            (".items-user.sqlite.reseed-lock", "installLock", "never", "items-user.sqlite"),
+            (".items-user.sqlite.reseed-tmp-0123456789abcdef", "temporary", "nextLaunch", "items-user.sqlite"),
+            ("items-user.sqlite.invalid-20260101T000000Z-0000abcd", "keptAside", "never", "items-user.sqlite"),
+            ("preferences.json", "preferences", "never", "preferences.json"),
+            (".preferences.json.reseed-lock", "preferencesLock", "never", "preferences.json"),
+            (".preferences.json.reseed-tmp-0123456789abcdef", "temporary", "nextPreferencesWrite", "preferences.json"),
+            ("preferences.json.corrupt-20260101T000000Z", "corruptPreferences", "never", "preferences.json"),
+            ("preferences.json.corrupt-20260101T000000Z-2", "corruptPreferences", "never", "preferences.json"),
+        ]
+        for (name, _, _, _) in expected where !FileManager.default.fileExists(atPath: data.appendingPathComponent(name).path) {
+            try Data().write(to: data.appendingPathComponent(name))
+        }
+        for other in ["notes.txt", "items.sqlite.bak", ".other.sqlite.reseed-lock", "preferences.json.bak"] {
+            try Data().write(to: data.appendingPathComponent(other))
+        }
+        let arguments = ["status", "--seed", seed.manifestURL.path, "--data-dir", data.path, "--user-store", "items-user"]
+        let listed = try ReseedBinary.run(arguments + ["--json"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let files = try #require(try jsonObject(listed.stdout)["files"] as? [[String: String]], "\(listed.stdout)")
+        #expect(files.map { $0["name"] ?? "" }.sorted() == expected.map(\.0).sorted())
+        for (name, kind, removal, owner) in expected {
+            let file = files.first { $0["name"] == name }
+            #expect(file?["kind"] == kind && file?["removedBy"] == removal && file?["belongsTo"] == owner, "\(name): \(file ?? [:])")
+            let description = file?["description"] ?? ""
+            #expect(!description.isEmpty, "\(name) says what it is")
+        }
+        let human = try ReseedBinary.run(arguments)
+        for (name, kind, removal, _) in expected {
+            #expect(human.stdout.contains("\(name) (\(kind), removed by: \(removal)): "), "\(name): \(human.stdout)")
+        }
+        #expect(!human.stdout.contains("notes.txt") && !human.stdout.contains(".bak") && !human.stdout.contains(".other."))
     }
 
     @Test func launchWithNoFlagsUsesTheRepositoryExample() throws {

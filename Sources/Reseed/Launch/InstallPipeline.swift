@@ -343,14 +343,14 @@ extension InstallPipeline {
         private func stage() throws(Failure) -> Staged {
             let storeName = installation.storeName
             let removedLeftovers = try Self.during(.environment) { () throws(ReseedError) in
-                try Reseed.during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles(for: storeName) }
+                try Reseed.during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: storeName) } }
             }
             if !removedLeftovers.isEmpty {
                 logger.notice("removed temporary files of an interrupted install", metadata: ["files": "\(removedLeftovers)"])
             }
             // After the clean-up, whose removals count as free space; before the copy creates anything.
             try Self.during(.environment) { () throws(ReseedError) in try installation.diskSpace().check(in: directory) }
-            let temporary = Directory.temporaryName(for: storeName)
+            let temporary = StoreLayout.temporaryName(of: storeName)
             // Copy and verify are one pass: the SHA-256 is computed while copying, the checks read the
             // copy from the page cache before its fsync.
             do throws(ReseedError) {

@@ -185,7 +185,7 @@ extension Installation {
         }
         var retired: String?
         if retire, keptAside == nil, storeState == .sqlite {
-            let name = Directory.temporaryName(for: storeName)
+            let name = StoreLayout.temporaryName(of: storeName)
             // Best effort: without it the rename frees the old blocks itself.
             if (try? directory.link(storeName, to: name)) != nil { retired = name }
         }

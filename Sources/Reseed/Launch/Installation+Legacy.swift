@@ -78,7 +78,7 @@ extension Installation {
 
     /// Copies a store from another filesystem beside the store, fsyncs it, checks SQLite reads it whole, renames it in.
     private func copyAcross(from source: borrowing OwnedDescriptor, path sourcePath: String) throws {
-        try directory.writeDurably(storeName, write: { destination, temporary in
+        try directory.writeDurably(storeName, through: StoreLayout.temporaryName(of: storeName), write: { destination, temporary in
             _ = try directory.fileSystem.perform(.copy, directory.path(temporary)) { () throws(Errno) in
                 try FileCopier(hashing: false).copy(from: source, to: destination)
             }

@@ -183,7 +183,7 @@ public struct Launcher: Sendable {
         let locked = try data.lockStore(named: name)
         defer { locked.lock.release() }
         return try during(.cleanUp, path: locked.directory.url.path) {
-            try locked.directory.removeTemporaryFiles(for: StoreLayout.fileName(ofStore: name))
+            try locked.directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: StoreLayout.fileName(ofStore: name)) }
         }
     }
 

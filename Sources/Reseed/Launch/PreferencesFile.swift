@@ -67,9 +67,8 @@ public struct PreferencesFile: Sendable {
     }
 
     var fileName: String { url.lastPathComponent }
-    var lockName: String { ".\(fileName).reseed-lock" }
-
-
+    /// The names beside the file: its lock, its temp files, a corrupt file moved aside.
+    var layout: PreferencesLayout { PreferencesLayout(fileName: fileName) }
 
     /// Reads the file. Reading needs no lock: writers replace it atomically.
     ///
@@ -197,8 +196,8 @@ public struct PreferencesFile: Sendable {
                 updated = Array("{\n  \(JSONNode.quote(Self.key)): {\(JSONNode.quote(name)): {\(entry)}}\n}\n".utf8)
             }
             try during(.recordVersion, path: target.path) {
-                try target.directory.removeTemporaryFiles(for: target.name)
-                try target.directory.replaceAtomically(target.name, with: updated)
+                try target.directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: target.name) }
+                try target.directory.replaceAtomically(target.name, with: updated, through: StoreLayout.temporaryName(of: target.name))
             }
             return movedAside
         }
@@ -215,7 +214,7 @@ public struct PreferencesFile: Sendable {
     private func moveAsideLocked(_ target: Target, logger: Logger) throws(ReseedError) -> URL {
         let stamp = Self.timestamp()
         for attempt in 1...1000 {
-            let asideName = "\(target.name).corrupt-\(stamp)" + (attempt == 1 ? "" : "-\(attempt)")
+            let asideName = PreferencesLayout(fileName: target.name).corruptName(stamp: stamp, attempt: attempt)
             do {
                 try target.directory.renameNoReplace(target.name, to: asideName)
                 try target.directory.sync()
@@ -244,7 +243,7 @@ public struct PreferencesFile: Sendable {
         let directory = try during(.prepareDirectory, path: directoryURL.path) {
             try fileSystem.openDirectory(directoryURL, create: true)
         }
-        let lock = try StoreLock.acquire(lockName, in: directory, timeout: timeout,
+        let lock = try StoreLock.acquire(layout.lock, in: directory, timeout: timeout,
                                          timeoutMessage: "another process held the preferences lock for longer than \(timeout)")
         defer { lock.release() }
         return try body(try target(in: directory))

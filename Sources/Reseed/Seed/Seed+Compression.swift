@@ -73,7 +73,7 @@ extension Seed {
         let folder = temporaryDirectory ?? FileManager.default.temporaryDirectory
         let directory = try during(step, path: folder.path) { try FileSystem().openDirectory(folder, create: false) }
         let source = try openFile(at: step)
-        let name = Directory.temporaryName(for: manifest.storeFileName)
+        let name = StoreLayout.temporaryName(of: manifest.storeFileName)
         let file = try during(step, path: fileURL.path) { () throws -> DatabaseFile in
             let created = try directory.createExclusive(name)
             // From here on the value owns the name, and removes it however this ends.

@@ -47,7 +47,7 @@ extension ChannelUpdater {
             throw InstallPipeline.Failure(error, origin: .source)
         }
         received += downloaded.received
-        let deltaName = SeedDownload.prefix(forStore: manifest.name) + "delta-" + String(delta.file.sha256.prefix(16)) + ".sqlite"
+        let deltaName = StoreLayout(store: manifest.name).deltaName(sha256: delta.file.sha256)
         let removeFiles: @Sendable () -> Void = {
             download.removeFiles()
             for file in [deltaName] + StoreLayout.sidecars(of: deltaName) { _ = try? directory.remove(file) }

@@ -71,10 +71,10 @@ struct SeedDownload: Sendable {
     static func prefix(forStore name: String) -> String { StoreLayout(store: name).downloadPrefix }
 
     /// The partial file's name for a file whose SHA-256 is `sha256`.
-    static func partialName(store: String, sha256: String) -> String { prefix(forStore: store) + String(sha256.prefix(16)) }
+    static func partialName(store: String, sha256: String) -> String { StoreLayout(store: store).downloadName(sha256: sha256) }
 
     var partialName: String { Self.partialName(store: manifest.store, sha256: manifest.sha256) }
-    var validatorName: String { partialName + ".etag" }
+    var validatorName: String { StoreLayout.validatorName(of: partialName) }
     private var partialPath: String { directory.path(partialName) }
 
     /// The bytes a partial file of a broken try holds (`lstat`, nothing opened): what ``run()`` will
@@ -187,7 +187,7 @@ struct SeedDownload: Sendable {
         let kept = Set(keeping.map { Self.partialName(store: manifest.store, sha256: $0) } + [partialName])
         try during(.cleanUp, path: directory.url.path) {
             for name in try directory.names() where name.hasPrefix(prefix) {
-                let partial = name.hasSuffix(".etag") ? String(name.dropLast(".etag".count)) : name
+                let partial = StoreLayout.download(validatedBy: name) ?? name
                 if !kept.contains(partial) { try directory.remove(name) }
             }
         }

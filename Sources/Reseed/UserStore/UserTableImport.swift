@@ -82,11 +82,11 @@ struct UserTableImport {
         if target == .existing {
             return try fill(userPath, named: userPath, tables, database: database, migrator: migrator, temporary: false)
         }
-        let removed = try during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles(for: userFileName) }
+        let removed = try during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: userFileName) } }
         if !removed.isEmpty {
             logger.notice("removed temporary files of an interrupted import", metadata: ["files": "\(removed)"])
         }
-        let temporary = Directory.temporaryName(for: userFileName)
+        let temporary = StoreLayout.temporaryName(of: userFileName)
         // Sidecars SQLite made for the temp file, whichever way this ends.
         defer { for sidecar in StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(sidecar) } }
         let carried: Carried

@@ -128,16 +128,17 @@ public struct SeedBuilder: Sendable {
             throw PackagingError(.busy, step: .build, path: output.path, message: "another build is writing into this folder (waited \(lockTimeout))")
         }
         defer { lock.release() }
+        let builtNames = [seedName, name + SeedManifest.fileSuffix] + compressedNames
         let leftovers = try packaging(.build, path: output.path) {
-            try ([seedName, name + SeedManifest.fileSuffix] + compressedNames).flatMap { try directory.removeTemporaryFiles(for: $0) }
+            try directory.removeTemporaryFiles { leftover in builtNames.contains { StoreLayout.isTemporary(leftover, of: $0) } }
         }
         if !leftovers.isEmpty {
             logger.notice("removed what an interrupted build left", metadata: ["folder": "\(output.path)", "files": "\(leftovers)"])
         }
         // The database is built in one temp file and compacted by `VACUUM INTO` into a second:
         // one write of the result instead of VACUUM's copy out and back.
-        let work = Directory.temporaryName(for: seedName)
-        let compacted = Directory.temporaryName(for: seedName)
+        let work = StoreLayout.temporaryName(of: seedName)
+        let compacted = StoreLayout.temporaryName(of: seedName)
         do {
             let recorded = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder)
             _ = try? directory.remove(work)
@@ -146,8 +147,7 @@ public struct SeedBuilder: Sendable {
                           manifestURL: output.appendingPathComponent(manifest.manifestFileName))
         } catch {
             // Both temp files, any journal and a compressed one: under the folder lock, every such file is this build's.
-            _ = try? directory.removeTemporaryFiles(for: seedName)
-            for compressedName in compressedNames { _ = try? directory.removeTemporaryFiles(for: compressedName) }
+            _ = try? directory.removeTemporaryFiles { leftover in ([seedName] + compressedNames).contains { StoreLayout.isTemporary(leftover, of: $0) } }
             throw error
         }
     }
@@ -202,7 +202,7 @@ public struct SeedBuilder: Sendable {
                 }
                 try queue.close()
                 // The steps' journal: in exclusive locking mode SQLite keeps the file (its header zeroed).
-                _ = try directory.remove(work + "-journal")
+                for sidecar in StoreLayout.sidecars(of: work) { try directory.remove(sidecar) }
             }
         } catch {
             try? queue.close()
@@ -379,7 +379,7 @@ public struct SeedBuilder: Sendable {
                 try directory.rename(temporary, to: seedName)
                 try directory.sync()
             }
-            try directory.replaceAtomically(manifest.manifestFileName, with: Array(manifest.encoded()))
+            try directory.replaceAtomically(manifest.manifestFileName, with: Array(manifest.encoded()), through: StoreLayout.temporaryName(of: manifest.manifestFileName))
             // Only once the manifest names the new file: until then, the old manifest's file stays.
             if try stale.reduce(false, { try directory.remove($1) || $0 }) { try directory.sync() }
         }
@@ -395,7 +395,7 @@ extension SeedBuilder {
         guard let source = try directory.openForReading(temporary) else {
             throw PackagingError(.io, step: .build, path: directory.path(temporary), message: "the built database disappeared before it was compressed")
         }
-        let sizes = try directory.writeDurably(compressedName) { destination, compressing in
+        let sizes = try directory.writeDurably(compressedName, through: StoreLayout.temporaryName(of: compressedName)) { destination, compressing in
             try directory.fileSystem.performCoding(.write, directory.path(compressing)) { () throws(CodecFailure) in
                 try codec.compress(from: source, to: destination)
             }

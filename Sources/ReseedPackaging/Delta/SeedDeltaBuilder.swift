@@ -115,8 +115,7 @@ public enum SeedDeltaBuilder {
         var keep = false
         defer {
             if !keep {
-                _ = try? directory.remove(name)
-                _ = try? directory.remove(name + "-journal")
+                for file in [name] + StoreLayout.sidecars(of: name) { _ = try? directory.remove(file) }
             }
         }
         let old = try packaging(.buildDelta, path: oldPath) { try SeedContentHash.computeWithIncremental(path: oldPath) }
@@ -155,10 +154,9 @@ public enum SeedDeltaBuilder {
     private static func verify(
         deltaPath: String, oldPath: String, toContentHash: String, incremental: (installed: String, expected: String), directory: Directory
     ) throws(PackagingError) -> String? {
-        let scratch = Directory.temporaryName(for: URL(fileURLWithPath: deltaPath).lastPathComponent)
+        let scratch = StoreLayout.temporaryName(of: URL(fileURLWithPath: deltaPath).lastPathComponent)
         defer {
-            _ = try? directory.remove(scratch)
-            _ = try? directory.remove(scratch + "-journal")
+            for file in [scratch] + StoreLayout.sidecars(of: scratch) { _ = try? directory.remove(file) }
         }
         try packaging(.buildDelta, path: directory.path(scratch)) {
             let source = try FileSystem.openRegularFile(oldPath)

@@ -76,7 +76,7 @@ public struct ChannelKeysEditor: Sendable {
         defer { lock.release() }
         let path = directory.path(ChannelKeys.fileName)
         // What a run killed while writing left.
-        try packaging(.publish, path: path) { try directory.removeTemporaryFiles(for: ChannelKeys.fileName) }
+        _ = try packaging(.publish, path: path) { try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: ChannelKeys.fileName) } }
         var keys = ChannelKeys(version: 0, keys: [], revoked: [])
         if let current = try ChannelPublisher.readKeys(in: directory, step: .publish) {
             guard current.isSigned(byRootKeys: [rootKey.publicKey]) else {
@@ -115,7 +115,9 @@ public struct ChannelKeysEditor: Sendable {
         keys.signedBytes = Array(signed.utf8)
         keys.signatures = [ChannelKeys.Signature(keyID: rootKey.publicKey.keyID, signature: try rootKey.signature(for: Data(keys.signedBytes)))]
         let bytes = Array(keys.encoded(signed: signed).utf8)
-        try packaging(.publish, path: path) { try directory.replaceAtomically(ChannelKeys.fileName, with: bytes) }
+        try packaging(.publish, path: path) {
+            try directory.replaceAtomically(ChannelKeys.fileName, with: bytes, through: StoreLayout.temporaryName(of: ChannelKeys.fileName))
+        }
         return keys
     }
 }

@@ -116,8 +116,9 @@ extension ChannelKeyFile {
         try packaging(.writeKey, path: url.path) {
             let directory = try FileSystem().openDirectory(url.deletingLastPathComponent(), create: true)
             // A keygen killed while writing left a hidden temp file that may hold a private key: gone first.
-            try directory.removeTemporaryFiles(for: url.lastPathComponent)
-            try directory.writeDurably(url.lastPathComponent, permissions: permissions, placement: .noReplace) { file, temporary in
+            let name = url.lastPathComponent
+            try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: name) }
+            try directory.writeDurably(name, through: StoreLayout.temporaryName(of: name), permissions: permissions, placement: .noReplace) { file, temporary in
                 if exactly {
                     // A umask such as 0277 would leave a key its owner cannot read; set the mode before any byte is written.
                     try directory.fileSystem.reading("fchmod", url.path) { () throws(Errno) in try file.setPermissions(permissions) }

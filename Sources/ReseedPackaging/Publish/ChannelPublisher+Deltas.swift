@@ -81,9 +81,9 @@ extension ChannelPublisher {
         guard let info = try? directory.status(release.file), info.kind == .regular else {
             return .failure(Skipped(message: "its seed file \(release.file) is no longer in the channel folder"))
         }
-        let raw = Directory.temporaryName(for: release.deltaFile)
+        let raw = StoreLayout.temporaryName(of: release.deltaFile)
         defer {
-            for suffix in ["", "-journal"] { _ = try? directory.remove(raw + suffix) }
+            for file in [raw] + StoreLayout.sidecars(of: raw) { _ = try? directory.remove(file) }
         }
         let outcome = try SeedDeltaBuilder.build(
             from: directory.path(release.file), to: directory.path(manifest.file), into: directory.path(raw),
@@ -113,7 +113,7 @@ extension ChannelPublisher {
     func publishCompressed(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
         throws(PackagingError) -> ChannelManifest.File?
     {
-        let temporary = Directory.temporaryName(for: name)
+        let temporary = StoreLayout.temporaryName(of: name)
         defer { _ = try? directory.remove(temporary) }
         let target = directory.path(name)
         let written = try packaging(.publish, path: target) { () throws -> FileFacts in

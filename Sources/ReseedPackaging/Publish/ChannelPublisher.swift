@@ -115,9 +115,8 @@ public struct ChannelPublisher: Sendable {
         let earlier = previousReleases(of: manifest, after: current)
         let compressedFile = file + Codecs.written.fileSuffix
         try packaging(.publish, path: channel.path) {
-            for name in [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile) {
-                try directory.removeTemporaryFiles(for: name)
-            }
+            let names = [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile)
+            try directory.removeTemporaryFiles { leftover in names.contains { StoreLayout.isTemporary(leftover, of: $0) } }
         }
         let copied = try copySeed(seed, as: file, into: directory)
         (manifest.contentHash, manifest.incrementalContentHash) = try checkContentHash(of: file, seed: seed, in: directory)
@@ -137,9 +136,10 @@ public struct ChannelPublisher: Sendable {
         let line = try privateKey.signature(for: bytes).base64EncodedString() + "\n"
         let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + listed)
         try packaging(.publish, path: directory.path(ChannelManifest.fileName)) {
-            try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array((line + previous.joined()).utf8))
-            try directory.replaceAtomically(ChannelManifest.fileName, with: Array(bytes))
-            if !previous.isEmpty { try directory.replaceAtomically(ChannelManifest.signatureFileName, with: Array(line.utf8)) }
+            let signatures = ChannelManifest.signatureFileName
+            try directory.replaceAtomically(signatures, with: Array((line + previous.joined()).utf8), through: StoreLayout.temporaryName(of: signatures))
+            try directory.replaceAtomically(ChannelManifest.fileName, with: Array(bytes), through: StoreLayout.temporaryName(of: ChannelManifest.fileName))
+            if !previous.isEmpty { try directory.replaceAtomically(signatures, with: Array(line.utf8), through: StoreLayout.temporaryName(of: signatures)) }
         }
         return Result(
             manifest: manifest, seedURL: URL(fileURLWithPath: directory.path(file), isDirectory: false),
@@ -162,7 +162,7 @@ public struct ChannelPublisher: Sendable {
         // decompress) at its step `copy`; `packaging` makes them the publish's.
         let source = try packaging(.publish, path: seed.fileURL.path) { try seed.openFile(at: .copy) }
         _ = try packaging(.publish, path: target) {
-            try directory.writeDurably(file, write: { destination, temporary in
+            try directory.writeDurably(file, through: StoreLayout.temporaryName(of: file), write: { destination, temporary in
                 // A compressed seed is published decompressed: the database its manifest describes.
                 try during(.copy, path: seed.fileURL.path) {
                     try directory.fileSystem.performCoding(.copy, directory.path(temporary)) { () throws(CodecFailure) in

@@ -18,12 +18,12 @@ package enum Gzip {
     /// The suffix of a file it compressed.
     package static let fileSuffix = ".gz"
     /// The size of the read buffer and of the compressed output buffer.
-    package static let bufferSize = 1 << 20
+    static let bufferSize = 1 << 20
     /// The two bytes every gzip member starts with.
     package static let magic: [UInt8] = [0x1f, 0x8b]
     /// The OS byte of the headers this codec writes: 255, "unknown", on every platform, so the
     /// same input gives the same bytes everywhere (zlib's own header writes 3 on Linux, 19 on macOS).
-    package static let osUnknown: UInt8 = 255
+    static let osUnknown: UInt8 = 255
 
     /// The gzip header this codec writes: no name, no time (MTIME 0), no flags, XFL from `level`,
     /// OS 255. Fixed bytes, so the same input gives the same file on every platform and run.

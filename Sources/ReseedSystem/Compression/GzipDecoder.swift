@@ -27,7 +27,7 @@ package struct GzipDecoder: ~Copyable {
     /// The decompressed bytes handed out so far.
     package private(set) var produced: Int64 = 0
     /// The size of the pieces handed out.
-    package static let outputSize = 256 << 10
+    static let outputSize = 256 << 10
     /// The longest extra field, name or comment accepted in the header (64 KiB).
     package static let maximumHeaderField = 1 << 16
 

@@ -3,7 +3,7 @@ import SystemPackage
 /// The one way Reseed makes a durable file: a temporary file beside the target, written,
 /// fsynced, closed (its error checked), renamed into place, and the directory fsynced.
 extension Directory {
-    /// How ``writeDurably(_:permissions:placement:write:check:)`` puts the finished file under its name.
+    /// How ``writeDurably(_:through:permissions:placement:write:check:)`` puts the finished file under its name.
     package enum Placement: Sendable {
         /// `renameat(2)`: atomically replaces a file already under the name.
         case replace
@@ -18,7 +18,7 @@ extension Directory {
     /// the umask), let `write` fill it through its descriptor, fsync it, close it (a failed
     /// close, which may report a write error late, fails the whole), then let `check`
     /// look at it by name. The caller gives it its final name;
-    /// ``writeDurably(_:permissions:placement:write:check:)`` does that too.
+    /// ``writeDurably(_:through:permissions:placement:write:check:)`` does that too.
     ///
     /// ```swift
     /// let copied = try directory.writeTemporary(temporary) { file in try copier.copy(from: source, to: file) }
@@ -52,18 +52,20 @@ extension Directory {
         return written
     }
 
-    /// Writes `name` atomically and durably: ``writeTemporary(_:permissions:write:check:)`` under a
-    /// fresh ``temporaryName(for:)``, then a rename into place and a directory fsync.
+    /// Writes `name` atomically and durably: ``writeTemporary(_:permissions:write:check:)`` under
+    /// the caller's fresh name `temporary`, then a rename into place and a directory fsync.
     ///
     /// A crash at any point leaves the old file (or none) or the whole new one under `name`,
-    /// and at most a `.<name>.reseed-tmp-*` file beside it.
+    /// and at most `temporary` beside it.
     ///
     /// ```swift
-    /// try directory.writeDurably("channel.json") { file, temporary in
+    /// try directory.writeDurably("channel.json", through: temporary) { file, temporary in
     ///     try directory.write(bytes, to: file, name: temporary)
     /// }
     /// ```
     /// - Parameters:
+    ///   - temporary: a name no other file has, which names the file until it takes `name` (the
+    ///     caller's: Reseed's come from `StoreLayout.temporaryName(of:)`, so a later run finds them).
     ///   - placement: ``Placement/replace`` (the default) or ``Placement/noReplace``.
     ///   - write: fills the file; borrows its descriptor, and gets its temporary name.
     ///   - check: runs once the file is closed, before it takes its name; gets what `write` returned.
@@ -71,11 +73,10 @@ extension Directory {
     ///   the temporary file is removed unless the rename happened (only the directory fsync failed).
     @discardableResult
     package func writeDurably<T>(
-        _ name: String, permissions: FilePermissions = .defaultFile, placement: Placement = .replace,
+        _ name: String, through temporary: String, permissions: FilePermissions = .defaultFile, placement: Placement = .replace,
         write: (_ file: borrowing OwnedDescriptor, _ temporary: String) throws -> T,
         check: (_ written: T, _ temporary: String) throws -> Void = { _, _ in }
     ) throws -> T {
-        let temporary = Self.temporaryName(for: name)
         let written = try writeTemporary(temporary, permissions: permissions, write: { file in try write(file, temporary) },
                                          check: { written in try check(written, temporary) })
         do {

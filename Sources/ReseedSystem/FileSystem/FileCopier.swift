@@ -16,9 +16,9 @@ import SystemPackage
 /// the copy and the hashing instead of beside them (measured in `Benchmarks/README.md`, figure 4).
 package struct FileCopier: Sendable {
     /// The buffer of the read/write loop; large enough that syscalls are not the cost.
-    package static let bufferSize = 1 << 20
+    static let bufferSize = 1 << 20
     /// The most one `copy_file_range` call is asked for, so progress is reported while it runs.
-    package static let rangeChunk = 64 << 20
+    static let rangeChunk = 64 << 20
 
     /// How the bytes got into the destination.
     package enum Method: String, Sendable {

@@ -90,7 +90,7 @@ package struct FileSystem: Sendable {
     ///
     /// A failure `systemError` maps to an `Errno` fails the action as in ``perform(_:_:_:)``;
     /// any other passes through as it is.
-    package func performing<T: ~Copyable, Failure: Error>(
+    func performing<T: ~Copyable, Failure: Error>(
         _ kind: FileAction.Kind, _ path: String, _ body: () throws(Failure) -> T, systemError: (Failure) -> Errno?
     ) throws -> T {
         let action = FileAction(kind: kind, path: path)
@@ -255,7 +255,7 @@ package final class Directory: Sendable {
     }
 
     /// Opens (creating when needed) a lock file; it is never removed, so every locker meets the same inode.
-    package func openLockFile(_ name: String) throws -> OwnedDescriptor {
+    func openLockFile(_ name: String) throws -> OwnedDescriptor {
         try fileSystem.perform(.lock, path(name)) { () throws(Errno) in
             OwnedDescriptor(adopting: try Syscalls.openat(fd, name, .readWrite, [.create, .noFollow], permissions: .defaultFile))
         }

@@ -73,23 +73,23 @@ extension OwnedDescriptor {
 
     /// `write(2)` of all of `bytes` at the current offset, outside the seam's observer
     /// (``Directory/write(_:to:name:)`` is the observed write).
-    package func writeAll(_ bytes: [UInt8]) throws(Errno) {
+    func writeAll(_ bytes: [UInt8]) throws(Errno) {
         try Syscalls.writeAll(raw, bytes)
     }
 
     /// `write(2)` until all of `buffer` is written at the current offset, outside the seam's observer.
-    package func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
+    func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
         try Syscalls.writeAll(raw, buffer)
     }
 
     /// `posix_fadvise(POSIX_FADV_SEQUENTIAL)`: a hint only, so failures are ignored.
-    package func adviseSequential() {
+    func adviseSequential() {
         Syscalls.adviseSequential(raw)
     }
 
     /// `sync_file_range(SYNC_FILE_RANGE_WRITE)` of `count` bytes from `offset`: starts writing
     /// them to disk now, without waiting. A hint only: failures are ignored.
-    package func startWriteback(from offset: Int64, count: Int64) {
+    func startWriteback(from offset: Int64, count: Int64) {
         Syscalls.startWriteback(raw, from: offset, count: count)
     }
 

@@ -350,7 +350,7 @@ package struct FileStatus: Sendable {
     /// `st_nlink`: how many names the file has.
     package var linkCount: UInt64
     /// `st_uid`.
-    package var ownerID: UInt32
+    var ownerID: UInt32
     /// `st_ino`.
     package var inode: UInt64
     /// `st_mtim` and `st_ctim` in nanoseconds since 1970: when the data, and when the data or the inode, last changed.

@@ -10,8 +10,8 @@ package struct StoreHeader: Sendable, Equatable {
 
     package var pageSize: Int
     /// 1 for rollback journal, 2 for WAL.
-    package var writeVersion: UInt8
-    package var readVersion: UInt8
+    var writeVersion: UInt8
+    var readVersion: UInt8
     package var userVersion: Int32
     package var applicationID: Int32
 
