@@ -35,6 +35,11 @@ extension LiveStore {
     ///    `"source": "download"`, so a later launch keeps it unless the bundled seed is newer
     ///    (see ``SeedSource``).
     ///
+    /// It is the install every launch runs (``Launcher/launch()``'s steps, under the store's lock),
+    /// so the decision is the same too: a seed of the version the store holds, as recorded, is not
+    /// installed again (nothing is held back, ``ReplaceOutcome/blockedFor`` is zero, and no event is
+    /// sent); a store found unusable, or holding the user's tables, is kept aside first.
+    ///
     /// On any failure before the swap the old store stays open and usable, the
     /// error is thrown and sent as ``Event/replaceFailed(_:)``. A crash at any
     /// point leaves a store the next launch opens.

@@ -96,6 +96,23 @@ final class SharedCounters: Sendable {
         #expect(seen.withLock { $0 }.count == 3)
     }
 
+    /// A replace decides as a launch does: the version the store holds, as recorded, is not installed
+    /// again, and nothing is held back for it.
+    @Test func aReplaceWithTheVersionTheStoreHoldsChangesNothing() async throws {
+        let sandbox = try LaunchSandbox()
+        let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
+        let before = try Data(contentsOf: sandbox.storeURL)
+        // The same release, downloaded into another folder.
+        try FileManager.default.copyItem(at: sandbox.directory.appending("download-1.0.0"), to: sandbox.directory.appending("again"))
+        let copy = try Seed(at: sandbox.directory.appending("again"))
+        let outcome = try await store.replace(with: copy)
+        #expect(outcome.version == "1.0.0" && outcome.previousVersion == "1.0.0")
+        #expect(outcome.blockedFor == .zero)
+        #expect(try Data(contentsOf: sandbox.storeURL) == before)
+        #expect(try sandbox.recordedVersion() == "1.0.0")
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3)
+    }
+
     @Test func corruptDownloadLeavesTheOldStoreOpenAndSaysSo() async throws {
         let sandbox = try LaunchSandbox()
         let store = try await openStore(sandbox, try seed("1.0.0", rows: 3, in: sandbox))
