@@ -147,27 +147,37 @@ extension LiveStore {
             throws(InstallPipeline.Failure) -> (swapped: InstallPipeline.Swapped, opened: LaunchOutcome?)
         {
             let (store, launcher) = (store, launcher)
-            Self.wait { await store.noticeObservers(of: installed.version) }
-            let clock = ContinuousClock()
-            let since = clock.now
-            Self.wait { await store.gate.enterExclusive() }
-            let result = BlockingThread.start("reseed-swap") { () -> Result<(InstallPipeline.Swapped, LaunchOutcome), InstallPipeline.Failure> in
-                Result { () throws(InstallPipeline.Failure) in try store.swapClosed(swap, installed: installed, launcher: launcher) }
-            }.join()
-            Self.wait { await store.gate.exitExclusive() }
-            blocked.withLock { $0 = clock.now - since }
+            // As a task: the gate is entered and left from async code with no hop in between, so the
+            // operations held back wait for the swap and the reopening only; those run on a thread of
+            // their own at the normal priority.
+            let result = Self.wait { () async -> Result<(InstallPipeline.Swapped, LaunchOutcome), InstallPipeline.Failure> in
+                await store.noticeObservers(of: installed.version)
+                let clock = ContinuousClock()
+                let since = clock.now
+                await store.gate.enterExclusive()
+                let swapped = await offload("reseed-swap") { () -> Result<(InstallPipeline.Swapped, LaunchOutcome), InstallPipeline.Failure> in
+                    Result { () throws(InstallPipeline.Failure) in try store.swapClosed(swap, installed: installed, launcher: launcher) }
+                }
+                await store.gate.exitExclusive()
+                self.blocked.withLock { $0 = clock.now - since }
+                return swapped
+            }
             let (swapped, opened) = try result.get()
             return (swapped, opened)
         }
 
-        /// Blocks the pipeline's thread (one of its own, never a task's) until `body` has run.
-        private static func wait(_ body: @escaping @Sendable () async -> Void) {
+        /// Runs `body` as a task and blocks the pipeline's thread (one of its own, never a task's) until it returns.
+        private static func wait<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
             let done = DispatchSemaphore(value: 0)
+            let value = Mutex<T?>(nil)
             Task {
-                await body()
+                let result = await body()
+                value.withLock { $0 = result }
                 done.signal()
             }
             done.wait()
+            guard let result = value.withLock({ $0.take() }) else { preconditionFailure("the task signalled without a value") }
+            return result
         }
     }
 

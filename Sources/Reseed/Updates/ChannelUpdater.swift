@@ -264,8 +264,9 @@ public struct ChannelUpdater: Sendable {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",
             ])
-            // Any failure of the delta's own download, or of the pipeline's copy (applying it) or
-            // verify stages, leaves the store as it was: the full seed is downloaded instead.
+            // A failure of the delta's own (its download, its apply, its result's checks) leaves the
+            // store as it was: the full seed is downloaded instead. One of the store's or the
+            // machine's (a busy store, a short disk, an I/O error) would fail the full seed too.
             do throws(InstallPipeline.Failure) {
                 let deltaFile = try await fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
                 defer { deltaFile.removeFiles() }
