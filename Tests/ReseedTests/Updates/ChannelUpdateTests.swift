@@ -343,6 +343,29 @@ import Testing
         #expect(try sandbox.labels().count == 4)
     }
 
+    /// An update records the new version and the channel's state (its validators, signer, expiry)
+    /// in one write of the preferences, full seed or delta: a kill cannot leave one without the other,
+    /// and a slow disk pays one fsync.
+    @Test(arguments: [false, true])
+    func anUpdateWritesThePreferencesOnce(delta: Bool) async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        try sandbox.launch(bundled)
+        if delta { try sandbox.publish(bundled, compressed: true) }
+        try sandbox.publish(try sandbox.release("1.1.0", generation: 1), compressed: true)
+        let log = FaultPlan(.record)
+        var launcher = sandbox.launcher(bundled)
+        launcher.fileSystem = FileSystem(observer: log)
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, launcher: launcher,
+                                               configuration: sandbox.configuration()).update()
+        #expect(outcome.method == (delta ? .delta : .full), "\(outcome.deltaFailure ?? "")")
+        let writes = log.actions.filter { $0.kind == .rename && $0.path.hasSuffix("/preferences.json") }
+        #expect(writes.count == 1, "\(log.actions.map(\.description))")
+        let entry = try #require(try PreferencesFile(url: sandbox.preferencesURL).readEntries().entries["items"])
+        #expect(entry.version == "1.1.0")
+        #expect(entry.channel?.version == "1.1.0")
+    }
+
     @Test func aLaunchAfterAnUpdateKeepsTheDownloadedNewerSeed() async throws {
         let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.seed("1.0.0")
