@@ -66,11 +66,18 @@ extension SeedDelta {
                 }
                 fromRowSet = rowSet
             }
+            // Added later, optional: a reader that does not know it applies the rows and leaves the statistics.
+            var statistics = false
+            if let value = fields["statistics"] {
+                guard case .int64(1) = value.storage else { throw invalid("the delta's statistics is not the integer 1") }
+                statistics = true
+            }
             return Header(
                 format: Int(format), fromContentHash: try hash("fromContentHash"), fromRowSet: fromRowSet, toContentHash: try hash("toContentHash"),
                 userVersion: try int32("userVersion"), applicationID: try int32("applicationID"),
                 tables: try readTables(),
-                schemaChanges: format >= Format.schema.rawValue ? try SchemaListReader(db: db, schema: schema, path: path).read() : [])
+                schemaChanges: format >= Format.schema.rawValue ? try SchemaListReader(db: db, schema: schema, path: path).read() : [],
+                statistics: statistics)
         }
 
         private func readTables() throws -> [Header.Table] {
@@ -187,6 +194,9 @@ extension SeedDelta {
             try schema.createOthers()
             try db.execute(sql: "PRAGMA main.user_version = \(header.userVersion)")
             try db.execute(sql: "PRAGMA main.application_id = \(header.applicationID)")
+            if header.statistics {
+                try StatisticsApplier(db: db, deltaPath: deltaPath).run()
+            }
         }
 
         /// Checks that a row list is a table with exactly the columns format 1 gives it, and as many rows as the header says.

@@ -16,6 +16,14 @@ extension SeedDelta {
         /// The column of an updated row that says which values it carries: one `0`/`1` per value column.
         package static let changed = "changed"
 
+        /// SQLite's own tables a delta carries whole, each as its section: `n` (the row's rowid), then the table's
+        /// columns. Present when the new seed has the table, and read when the header's `statistics` is 1.
+        package static let statistics: [(table: String, section: String, columns: [String])] = [
+            ("sqlite_stat1", "reseed_delta_stat1", ["tbl", "idx", "stat"]),
+            ("sqlite_stat4", "reseed_delta_stat4", ["tbl", "idx", "neq", "nlt", "ndlt", "sample"]),
+            ("sqlite_sequence", "reseed_delta_sequence", ["name", "seq"]),
+        ]
+
         /// The three kinds of row lists a changed table can have.
         package enum List: String, CaseIterable, Sendable {
             case deleted, updated, inserted

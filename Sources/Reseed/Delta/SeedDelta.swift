@@ -46,6 +46,9 @@ package enum SeedDelta {
         var tables: [Table]
         /// The objects to drop and create (format 2); empty in format 1.
         var schemaChanges: [SchemaChange] = []
+        /// Whether the delta carries the new seed's statistics and AUTOINCREMENT counters whole (key
+        /// `statistics`, INTEGER 1; see ``Names/statistics``); false in a delta written before they travelled.
+        var statistics = false
 
         /// One changed table and how many rows of each kind the delta carries for it.
         struct Table: Sendable, Equatable {

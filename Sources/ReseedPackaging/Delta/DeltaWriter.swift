@@ -125,7 +125,34 @@ struct DeltaWriter {
         for (key, value) in header {
             try db.execute(sql: "INSERT INTO main.\(Names.header) (key, value) VALUES (?, ?)", arguments: [key, value])
         }
+        if try writeStatistics(db) {
+            // Optional, like fromRowSet: a reader that does not know it applies the rows and leaves the statistics.
+            try db.execute(sql: "INSERT INTO main.\(Names.header) (key, value) VALUES ('statistics', 1)")
+        }
         return .success(Written(tables: counts, schemaObjects: plan.objects, format: format))
+    }
+
+    /// Copies each of `sqlite_stat1`, `sqlite_stat4` and `sqlite_sequence` the new seed has, whole, into
+    /// its section (``SeedDelta/Names/statistics``); returns whether either seed has one of them: then the
+    /// header says the delta carries them, and the applier also removes those the new seed lacks.
+    private func writeStatistics(_ db: Database) throws -> Bool {
+        var carries = false
+        for (table, section, columns) in Names.statistics {
+            guard try Self.has(table, in: Self.new, db) else {
+                carries = try carries || Self.has(table, in: Self.old, db)
+                continue
+            }
+            carries = true
+            let list = columns.joined(separator: ", ")
+            // No declared type but the rowid's: every value keeps its storage class (sqlite_stat4's samples are BLOBs).
+            try db.execute(sql: "CREATE TABLE main.\(section) (n INTEGER PRIMARY KEY, \(list))")
+            try db.execute(sql: "INSERT INTO main.\(section) (n, \(list)) SELECT rowid, \(list) FROM \(Self.new).\(table) ORDER BY rowid")
+        }
+        return carries
+    }
+
+    private static func has(_ table: String, in schema: String, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM \(schema).sqlite_schema WHERE type = 'table' AND name = ?", arguments: [table]) ?? false
     }
 
     /// Creates and fills one row list; drops it again when it is empty. Returns its row count.

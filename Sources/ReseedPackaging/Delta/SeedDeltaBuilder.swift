@@ -136,7 +136,7 @@ public enum SeedDeltaBuilder {
         case .failure(let failure): return .notExpressible(reason: failure.reason)
         case .success(let success): contents = success
         }
-        if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, toContentHash: toContentHash,
+        if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, newPath: newPath, toContentHash: toContentHash,
                                     incremental: (old.incremental.hash, toIncrementalContentHash), directory: directory) {
             return .notExpressible(reason: failure)
         }
@@ -152,7 +152,7 @@ public enum SeedDeltaBuilder {
     /// why it failed, or nil when it reached `toContentHash` both ways. (A result with the new seed's
     /// content has its incremental content hash too: that is not computed again.)
     private static func verify(
-        deltaPath: String, oldPath: String, toContentHash: String, incremental: (installed: String, expected: String), directory: Directory
+        deltaPath: String, oldPath: String, newPath: String, toContentHash: String, incremental: (installed: String, expected: String), directory: Directory
     ) throws(PackagingError) -> String? {
         let scratch = StoreLayout.temporaryName(of: URL(fileURLWithPath: deltaPath).lastPathComponent)
         defer {
@@ -166,19 +166,46 @@ public enum SeedDeltaBuilder {
             }
             try copy.close()
         }
+        let scratchPath = directory.path(scratch)
         do {
-            let scratchPath = directory.path(scratch)
             _ = try SeedDelta.apply(deltaPath: deltaPath, to: scratchPath, expectedContentHash: toContentHash, incremental: incremental)
             let reached = try SeedContentHash.compute(path: scratchPath)
             guard reached == toContentHash else {
                 return "the delta applied yields content hash \(reached), not the new seed's \(toContentHash)"
             }
-            return nil
         } catch where error.code == .io {
             throw PackagingError(error, step: .buildDelta)
         } catch {
             return "the delta does not reproduce the new seed on a copy of the old one: \(error.message)"
                 + (error.databaseError.map { " (SQLite: \($0.message ?? "\($0.resultCode)"))" } ?? "")
+        }
+        // Neither content hash covers them: compared here, row for row.
+        let reached = try packaging(.buildDelta, path: scratchPath) { try statistics(of: scratchPath) }
+        var expected = try packaging(.buildDelta, path: newPath) { try statistics(of: newPath) }
+        // What the applier cannot create it leaves out (sqlite_stat4 where this SQLite lacks it, sqlite_sequence without an AUTOINCREMENT table).
+        for table in ["sqlite_stat4", "sqlite_sequence"] where reached[table] == nil { expected[table] = nil }
+        guard reached == expected else {
+            return "the delta applied leaves other ANALYZE statistics or AUTOINCREMENT counters than the new seed's"
+        }
+        return nil
+    }
+
+    /// `sqlite_stat1`, `sqlite_stat4` and `sqlite_sequence` of the database at `path`, opened read-only, each
+    /// row with its rowid, in rowid order; a table it lacks is not a key.
+    private static func statistics(of path: String) throws -> [String: [[DatabaseValue]]] {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "reseed.buildDelta"
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            var tables: [String: [[DatabaseValue]]] = [:]
+            for (table, _, columns) in SeedDelta.Names.statistics
+            where try Bool.fetchOne(db, sql: "SELECT count(*) > 0 FROM main.sqlite_schema WHERE type = 'table' AND name = ?", arguments: [table]) == true {
+                let rows = try Row.fetchAll(db, sql: "SELECT rowid, \(columns.joined(separator: ", ")) FROM main.\(table) ORDER BY rowid")
+                tables[table] = rows.map { Array($0.databaseValues) }
+            }
+            return tables
         }
     }
 }

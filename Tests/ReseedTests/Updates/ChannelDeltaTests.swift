@@ -390,4 +390,51 @@ import Testing
         }
         #expect(trigger?.contains("items stay") == true)
     }
+
+    /// A release whose ANALYZE statistics call `selective` the selective index of `item`, with an AUTOINCREMENT `log`.
+    func analyzedRelease(_ version: String, selective: String, in sandbox: ChannelSandbox) throws -> Seed {
+        let other = selective == "item_a" ? "item_b" : "item_a"
+        let changed = version != "1.0.0"
+        return try SeedFixture(name: "items", version: version, sql: [
+            "CREATE TABLE item (id INTEGER PRIMARY KEY, a INTEGER, b INTEGER)", "CREATE INDEX item_a ON item (a)", "CREATE INDEX item_b ON item (b)",
+            "CREATE TABLE log (id INTEGER PRIMARY KEY AUTOINCREMENT, msg TEXT)",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO item SELECT i, i % 5, i % 7 FROM n",
+            "UPDATE item SET b = 99 WHERE \(changed) AND id = 7",
+            "INSERT INTO log (msg) VALUES ('a'), ('b'), ('c')", "DELETE FROM log WHERE \(changed) AND id = 3",
+            "ANALYZE", "DELETE FROM sqlite_stat1 WHERE tbl = 'item'",
+            "INSERT INTO sqlite_stat1 VALUES ('item', '\(selective)', '1000 1'), ('item', '\(other)', '1000 500')",
+        ]).build(in: sandbox.directory.appending("analyzed-\(version)"))
+    }
+
+    @Test func aDeltaUpdateLeavesTheNewSeedsStatisticsAndCounters() async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let bundled = try analyzedRelease("1.0.0", selective: "item_a", in: sandbox)
+        try sandbox.launch(bundled)
+        try sandbox.publish(bundled, compressed: true)
+        let offered = try analyzedRelease("1.1.0", selective: "item_b", in: sandbox)
+        _ = try #require(try sandbox.publish(offered, compressed: true).manifest.deltas.first)
+
+        let outcome = try await sandbox.updater(bundled).update()
+        #expect(outcome.method == .delta)
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        func reading<T>(_ path: String, _ body: (Database) throws -> T) throws -> T {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            return try queue.read(body)
+        }
+        func statistics(_ path: String) throws -> [[String]] {
+            try reading(path) { db in
+                try Row.fetchAll(db, sql: "SELECT tbl, idx, stat FROM sqlite_stat1 UNION ALL SELECT 'sequence', name, CAST(seq AS TEXT) FROM sqlite_sequence ORDER BY 1, 2")
+                    .map { [$0[0], $0[1], $0[2]].map { ($0 as String?) ?? "" } }
+            }
+        }
+        func plan(_ path: String) throws -> [String] {
+            try reading(path) { try Row.fetchAll($0, sql: "EXPLAIN QUERY PLAN SELECT id FROM item WHERE a = 1 AND b = 1").map { $0["detail"] ?? "" } }
+        }
+        #expect(try statistics(sandbox.storeURL.path) == (try statistics(offered.fileURL.path)))
+        #expect(try plan(sandbox.storeURL.path) == (try plan(offered.fileURL.path)))
+        #expect(try plan(bundled.fileURL.path) != (try plan(offered.fileURL.path)))
+    }
 }
