@@ -96,6 +96,28 @@ import Testing
         #expect(after["sqlite_stat1"]?.filter { $0[1] == "place".databaseValue } == before["sqlite_stat1"]?.filter { $0[1] == "place".databaseValue })
     }
 
+    /// A `sqlite_stat4` as a SQLite built with `SQLITE_ENABLE_STAT4` leaves it (this one may lack it:
+    /// the table is renamed into place, as no statement may create it by name).
+    static func stat4(_ samples: String) -> String {
+        """
+        ; CREATE TABLE s4 (tbl, idx, neq, nlt, ndlt, sample); INSERT INTO s4 VALUES \(samples);
+        PRAGMA writable_schema = ON;
+        UPDATE sqlite_schema SET name = 'sqlite_stat4', tbl_name = 'sqlite_stat4', sql = 'CREATE TABLE sqlite_stat4(tbl,idx,neq,nlt,ndlt,sample)' WHERE name = 's4';
+        PRAGMA writable_schema = OFF
+        """
+    }
+
+    @Test func stat4SamplesAreTheNewSeedsWhereTheStoreHasTheTable() throws {
+        let sandbox = try DeltaSandbox(
+            schema: Self.schema, old: Self.oldRows + Self.stat4("('place', 'place_a', '40 1', '0 0', '0 0', x'0201')"),
+            new: Self.newRows + Self.stat4("('place', 'place_b', '30 1', '5 5', '1 1', x'0203'), ('place', 'place_b', '30 1', '9 9', '2 2', x'0207')"),
+            newSchema: Self.newSchema)
+        _ = try #require(try sandbox.roundTrip())
+        let expected = try Self.statistics(sandbox.new)
+        #expect(expected["sqlite_stat4"]?.count == 2)
+        #expect(try Self.statistics(sandbox.target) == expected)
+    }
+
     /// `reseed_delta_stat1` again, its `n` without a type.
     static let untyped = """
         CREATE TABLE bad (n, tbl, idx, stat); INSERT INTO bad SELECT * FROM reseed_delta_stat1;
