@@ -311,7 +311,8 @@ extension InstallPipeline {
             var outcome = planned
             outcome.action = .installed
             outcome.removedLeftovers = staged.removedLeftovers
-            let (swapped, opened) = try holder.hold({ () throws(Failure) -> Swapped in
+            // The swap, for the holder to run once it holds the store.
+            let swap: @Sendable () throws(Failure) -> Swapped = { () throws(Failure) -> Swapped in
                 do throws(ReseedError) {
                     let recordStranded: ((URL) throws(ReseedError) -> Void)? = undeclared.isEmpty ? nil : { kept throws(ReseedError) in
                         try installation.recordStranded(undeclared, keptAt: kept)
@@ -325,7 +326,17 @@ extension InstallPipeline {
                     _ = try? installation.directory.remove(staged.temporary)
                     throw Failure(error, origin: .store, changedNothing: false)
                 }
-            }, installed: outcome)
+            }
+            let held: (swapped: Swapped, opened: LaunchOutcome?)
+            do throws(Failure) {
+                held = try holder.hold(swap, installed: outcome)
+            } catch {
+                // The holder failed before the swap (its pool would not close): the copy goes. After the
+                // rename the temp name is gone and this removes nothing.
+                _ = try? directory.remove(staged.temporary)
+                throw error
+            }
+            let (swapped, opened) = held
             logger.info("installed seed", metadata: ["store": "\(installation.storePath)", "version": "\(manifest.version)"])
             outcome.storeKeptAside = swapped.keptAside
             if let opened {
