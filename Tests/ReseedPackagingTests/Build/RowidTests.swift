@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Reseed
-import ReseedPackaging
+@testable import ReseedPackaging
+import ReseedTestSupport
 import Testing
 
 /// A seed holds the rowids its steps wrote, in every table that has them: an app, an
@@ -95,5 +96,38 @@ import Testing
         let (first, second) = (try one.build(), try two.build())
         #expect(first.manifest == second.manifest)
         #expect(try Data(contentsOf: first.seedURL) == Data(contentsOf: second.seedURL))
+    }
+
+    /// The check after `VACUUM INTO`, given the copy a read-only connection writes (rows numbered
+    /// 1, 2, 3…) and the one a read-write connection writes (rowids kept).
+    @Test func aCopyWithRenumberedRowsFailsTheBuildNamingTheTable() throws {
+        let directory = try TemporaryDirectory(prefix: "reseed-rowids")
+        let work = directory.appending("work.sqlite").path
+        let (renumbered, kept) = (directory.appending("renumbered.sqlite").path, directory.appending("kept.sqlite").path)
+        let queue = try DatabaseQueue(path: work)
+        defer { try? queue.close() }
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: """
+                CREATE TABLE aliased(id INTEGER PRIMARY KEY, a TEXT CHECK (a <> ''));
+                INSERT INTO aliased VALUES (40, 'x'), (7, 'y');
+                CREATE TABLE numbered(a TEXT CHECK (a <> ''));
+                INSERT INTO numbered(rowid, a) VALUES (2, 'y'), (1, 'x');
+                CREATE TABLE spaced(a TEXT CHECK (a <> ''));
+                INSERT INTO spaced(rowid, a) VALUES (5, 'x'), (9, 'y');
+                """)
+            try db.execute(sql: "VACUUM INTO ?", arguments: [kept])
+        }
+        var readOnly = Configuration()
+        readOnly.readonly = true
+        let reader = try DatabaseQueue(path: work, configuration: readOnly)
+        try reader.writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [renumbered]) }
+        try reader.close()
+        try queue.writeWithoutTransaction { db in
+            try SeedBuilder.checkRowidsKept(db, copy: kept, path: work)
+            let error = try #require(throws: PackagingError.self) { try SeedBuilder.checkRowidsKept(db, copy: renumbered, path: work) }
+            #expect(error.code == .integrityCheckFailed)
+            #expect(error.path == work)
+            #expect(error.message.hasPrefix("compacting the built database renumbered the rows of table 'spaced' (rowids 5…9 became 1…2), which SQLite 3."))
+        }
     }
 }
