@@ -19,7 +19,7 @@ import ReseedSystem
 /// `user_version` and `application_id` (what the steps left, unless ``userVersion`` or
 /// ``applicationID`` say otherwise), `ANALYZE` when ``analyze`` is set (else the statistics the
 /// steps carry, `sqlite_stat1` rows, stay as they are), `VACUUM INTO` a second temp file (compact,
-/// in rollback-journal mode), fsync, its ``SeedContentHash``, and a rename into place beside its manifest.
+/// in rollback-journal mode, every rowid as the steps wrote it), fsync, its ``SeedContentHash``, and a rename into place beside its manifest.
 /// With ``compression`` (`reseed package --compress`) the file put in place is its gzip,
 /// `<name>.sqlite.gz`, written durably the same way, and the manifest says `"compression": "gzip"`;
 /// the other form a previous build left (`<name>.sqlite`, or `<name>.sqlite.gz` without it) is
@@ -218,7 +218,8 @@ public struct SeedBuilder: Sendable {
         }()
         // VACUUM INTO on a read-only connection gives new rowids to the rows of a table with a CHECK
         // constraint and no INTEGER PRIMARY KEY (SQLite 3.40.1), where a read-write one keeps them:
-        // the compactor opens the file read-write, and only reads it.
+        // the compactor opens the file read-write, and only reads it; then it checks that no table
+        // was renumbered (see `checkRowidsKept`).
         let compacting = {
             var configuration = Configuration()
             configuration.label = "reseed.build.compact"
@@ -236,6 +237,7 @@ public struct SeedBuilder: Sendable {
                     // The copy is fsynced once, by the caller, when it is complete.
                     try db.execute(sql: "PRAGMA synchronous = OFF")
                     try db.execute(sql: "VACUUM INTO ?", arguments: [output])
+                    try Self.checkRowidsKept(db, copy: output, path: path)
                 }
             })
         }

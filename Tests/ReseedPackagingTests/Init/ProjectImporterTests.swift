@@ -306,6 +306,27 @@ import Testing
         #expect(try answers(project.seed) == expected)
     }
 
+    /// Key-less tables with a CHECK, a UNIQUE constraint and generated columns, their rowids out
+    /// of order and with gaps (as in PROJ's `alias_name`): the seed holds the source's rowids.
+    @Test func rowidsOfKeylessTablesWithConstraintsAndGeneratedColumnsSurviveInitAndPackage() throws {
+        let project = try Project("""
+            CREATE TABLE alias(name TEXT NOT NULL CHECK (length(name) >= 2), code TEXT UNIQUE,
+                                shout TEXT AS (upper(name)) VIRTUAL, size INTEGER AS (length(name)) STORED);
+            INSERT INTO alias(rowid, name, code) VALUES (19310, 'last', 'z'), (3, 'third', 'c'), (1, 'first', 'a'), (40, 'gone', 'g'), (41, 'kept', 'k');
+            DELETE FROM alias WHERE name = 'gone';
+            CREATE TABLE counted(n INTEGER CHECK (n > 0), UNIQUE (n));
+            INSERT INTO counted(rowid, n) VALUES (2, 20), (1, 10), (4, 40);
+            """)
+        let before = try Self.snapshot(project.source)
+        #expect(before["alias"]?.map { $0.prefix(while: { $0 != "|" }) } == ["integer 1 ", "integer 3 ", "integer 41 ", "integer 19310 "])
+        try project.initAndPackage()
+        #expect(try Self.snapshot(project.seed) == before)
+        let queue = try DatabaseQueue(path: project.seed.path)
+        defer { try? queue.close() }
+        #expect(try queue.read { try String.fetchAll($0, sql: "SELECT rowid || ':' || shout || ':' || size FROM alias ORDER BY rowid") }
+            == ["1:FIRST:5", "3:THIRD:5", "41:KEPT:4", "19310:LAST:4"])
+    }
+
     @Test func aTableWhoseColumnsTakeEveryRowidNameIsRefused() throws {
         let project = try Project("CREATE TABLE hidden(rowid, _rowid_, oid); CREATE TABLE fine(a); INSERT INTO fine VALUES (1);")
         let before = try project.names()
