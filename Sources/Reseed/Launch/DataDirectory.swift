@@ -17,9 +17,6 @@ struct DataDirectory: Sendable {
     /// How long a lock is waited for.
     var lockTimeout: Duration
 
-    /// The file `name` in the folder.
-    func url(of name: String) -> URL { url.appendingPathComponent(name, isDirectory: false) }
-
     /// Opens (creating) the folder.
     func open() throws(ReseedError) -> Directory {
         try during(.prepareDirectory, path: url.path) { try fileSystem.openDirectory(url, create: true) }

@@ -157,19 +157,19 @@ struct InstallPipeline: Sendable {
     ///
     /// - Returns: what happened (``LaunchOutcome``), with the store reopened by `holder` when it holds one.
     func run(_ request: Request, holder: some StoreHolder) throws(Failure) -> LaunchOutcome {
-        let locked = try Self.during(.environment) { () throws(ReseedError) in try data.lockStore(named: request.manifest.name) }
+        let locked = try InstallPipeline.during(.environment) { () throws(ReseedError) in try data.lockStore(named: request.manifest.name) }
         defer { locked.lock.release() }
         let installation = Installation(configuration: configuration, data: data, directory: locked.directory,
                                         manifest: request.manifest, source: request.source, progress: request.progress ?? configuration.progress)
         return try Run(installation: installation, request: request).go(holder: holder)
     }
 
-    /// Runs `body`: its error comes out as a failure from `origin`, nothing changed.
-    static func during<T>(_ origin: Origin, _ body: () throws(ReseedError) -> T) throws(Failure) -> T {
+    /// Runs `body`: its error comes out as a failure from `origin`; `changed` once the store was swapped.
+    static func during<T>(_ origin: Origin, changed: Bool = false, _ body: () throws(ReseedError) -> T) throws(Failure) -> T {
         do {
             return try body()
         } catch {
-            throw Failure(error, origin: origin)
+            throw Failure(error, origin: origin, changedNothing: !changed)
         }
     }
 }
@@ -243,7 +243,7 @@ extension InstallPipeline {
                 _ = try? unrecorded.recordFingerprint(in: installation.preferences, name: manifest.name, timeout: configuration.lockTimeout, logger: logger)
             }
             if installation.needsRecording(decision, recorded: prepared.recorded) {
-                let aside = try Self.during(.store, changed: swapped != nil) { () throws(ReseedError) in
+                let aside = try InstallPipeline.during(.store, changed: swapped != nil) { () throws(ReseedError) in
                     try installation.recordVersion(installed: swapped, also: request.recordingAlso)
                 }
                 if let aside { outcome.preferencesMovedAside = aside }
@@ -261,7 +261,7 @@ extension InstallPipeline {
         /// whose record a kill cut short, the expected version, the store's first 16 bytes, the user store.
         private func prepare() throws(Failure) -> Prepared {
             var prepared = Prepared()
-            try Self.during(.store) { () throws(ReseedError) in
+            try InstallPipeline.during(.store) { () throws(ReseedError) in
                 if request.source.recorded == .bundle { prepared.adoption = try installation.adoptLegacyStore() }
                 (prepared.recorded, prepared.movedAside, prepared.entry) = try installation.readPreferences()
                 // A swap whose record a crash cut short: decide from, and record, what the store holds.
@@ -277,7 +277,7 @@ extension InstallPipeline {
                     "\(manifest.name) \(now) was installed while this update fetched \(manifest.version) over \(expected ?? "nothing"); not installed (the next update starts from \(now))"),
                     origin: .store)
             }
-            try Self.during(.store) { () throws(ReseedError) in
+            try InstallPipeline.during(.store) { () throws(ReseedError) in
                 prepared.state = try installation.storeState()
                 // With a user store: an unusable one kept aside, the user's tables copied out of the store.
                 prepared.user = try installation.prepareUserStore(recorded: prepared.recorded, entry: prepared.entry, storeState: prepared.state)
@@ -295,7 +295,7 @@ extension InstallPipeline {
             ])
             let staged = try stage()
             do throws(Failure) {
-                try Self.during(.environment) { () throws(ReseedError) in try holder.ready(copy: staged.temporary, in: directory) }
+                try InstallPipeline.during(.environment) { () throws(ReseedError) in try holder.ready(copy: staged.temporary, in: directory) }
             } catch {
                 _ = try? directory.remove(staged.temporary)
                 throw error
@@ -344,7 +344,7 @@ extension InstallPipeline {
                 outcome.appliedMigrations = opened.appliedMigrations
             } else if request.source.recorded == .download {
                 // Nothing reopened the store (an update of a closed one): the rows each reference lost, counted here.
-                outcome.orphans = try Self.during(.store, changed: true) { () throws(ReseedError) in try installation.countOrphans() }
+                outcome.orphans = try InstallPipeline.during(.store, changed: true) { () throws(ReseedError) in try installation.countOrphans() }
             }
             return (swapped, outcome)
         }
@@ -353,14 +353,14 @@ extension InstallPipeline {
         /// temp file beside the store, or nothing made and this throws.
         private func stage() throws(Failure) -> Staged {
             let storeName = installation.storeName
-            let removedLeftovers = try Self.during(.environment) { () throws(ReseedError) in
+            let removedLeftovers = try InstallPipeline.during(.environment) { () throws(ReseedError) in
                 try Reseed.during(.cleanUp, path: directory.url.path) { try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: storeName) } }
             }
             if !removedLeftovers.isEmpty {
                 logger.notice("removed temporary files of an interrupted install", metadata: ["files": "\(removedLeftovers)"])
             }
             // After the clean-up, whose removals count as free space; before the copy creates anything.
-            try Self.during(.environment) { () throws(ReseedError) in try installation.diskSpace().check(in: directory) }
+            try InstallPipeline.during(.environment) { () throws(ReseedError) in try installation.diskSpace().check(in: directory) }
             let temporary = StoreLayout.temporaryName(of: storeName)
             // Copy and verify are one pass: the SHA-256 is computed while copying, the checks read the
             // copy from the page cache before its fsync.
@@ -373,7 +373,7 @@ extension InstallPipeline {
                 throw Failure(error, origin: Self.origin(ofCopyFailure: error))
             }
             do throws(Failure) {
-                try Self.during(.store) { () throws(ReseedError) in try installation.checkUserStore(seedAt: directory.path(temporary)) }
+                try InstallPipeline.during(.store) { () throws(ReseedError) in try installation.checkUserStore(seedAt: directory.path(temporary)) }
             } catch {
                 _ = try? directory.remove(temporary)
                 throw error
@@ -387,15 +387,6 @@ extension InstallPipeline {
             if error.code == .insufficientSpace { return .environment }
             if let errno = error.errno, [.noSpace, .diskQuotaExceeded, .ioError].contains(errno) { return .environment }
             return .source
-        }
-
-        /// Runs `body`: its error comes out as a failure from `origin`; `changed` once the store was swapped.
-        static func during<T>(_ origin: Origin, changed: Bool = false, _ body: () throws(ReseedError) -> T) throws(Failure) -> T {
-            do {
-                return try body()
-            } catch {
-                throw Failure(error, origin: origin, changedNothing: !changed)
-            }
         }
     }
 }

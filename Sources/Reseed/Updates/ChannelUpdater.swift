@@ -224,11 +224,6 @@ public struct ChannelUpdater: Sendable {
         let context = try await offload { () throws(ReseedError) in try self.context() }
         defer { context.lock.release() }
         let logger = context.logger
-        let baseline = context.installed ?? context.bundled
-        var outcome = Outcome(
-            action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
-            notModified: false, downloadedBytes: 0, storeURL: context.storeURL)
-        outcome.userStoreURL = context.userStoreURL
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
@@ -241,6 +236,11 @@ public struct ChannelUpdater: Sendable {
             allowsDowngrade: configuration.allowsDowngrade, now: configuration.now(), clockSkew: configuration.clockSkew)
         let decision = ChannelDecision.decide(found)
         if case .refused(let error) = decision { throw error }
+        let baseline = found.baseline
+        var outcome = Outcome(
+            action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
+            notModified: false, downloadedBytes: 0, storeURL: context.storeURL)
+        outcome.userStoreURL = context.userStoreURL
         guard let (fetched, trust) = signed else {
             logger.debug("channel not modified", metadata: ["channel": "\(channelURL.absoluteString)", "version": "\(baseline)"])
             outcome.notModified = true
@@ -259,7 +259,7 @@ public struct ChannelUpdater: Sendable {
         // Root removed the key that signed the installed release: it loses its standing.
         outcome.revokedKeyID = found.revokedKeyID
 
-        outcome.fromContentHash = context.installed == nil ? nil : context.contentHash
+        outcome.fromContentHash = found.fromContentHash
         if case .delta(let delta) = decision {
             logger.info("applying a delta from the channel", metadata: [
                 "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "from": "\(delta.fromVersion)",

@@ -11,17 +11,12 @@ extension Launcher {
     }
 
     /// Opens the pool the app uses: the store itself, or, with a user store, the user store with
-    /// the seed at `storeURL` attached read-only as ``seedSchema`` on every connection.
+    /// the seed at `storeURL` attached read-only as ``seedSchema`` on every connection; and the user
+    /// store's `schema_version` (nil without a user store), which an up-to-date launch's check needs.
     ///
     /// - Throws: the `DatabaseError` of attaching the seed as it is (the launch installs the seed
     ///   again when it is not a database); a failure of the user store as a ``ReseedError``
     ///   naming it (step `openUserStore`).
-    func openPool(seed storeURL: URL) throws -> DatabasePool {
-        try openPoolReadingSchemaVersion(seed: storeURL).pool
-    }
-
-    /// ``openPool(seed:)``, with the user store's `schema_version` (nil without a user store), which
-    /// an up-to-date launch's check needs.
     ///
     /// The pool's first connection (its writer, opened by the pool's initializer) reads the seed's
     /// schema and the user store's `schema_version` right after attaching the seed, with no
