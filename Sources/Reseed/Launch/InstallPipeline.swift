@@ -233,6 +233,8 @@ extension InstallPipeline {
                 storeHoldsUserTables: prepared.user.storeHoldsUserTables),
                 storePath: installation.storePath)
             var outcome = installation.outcome(of: decision, recorded: prepared.recorded, preferencesMovedAside: prepared.movedAside)
+            // What the user-store step did, before the install adds what the reopening did.
+            prepared.user.report(in: &outcome)
             var swapped: Swapped?
             if case .install(let reason, _) = decision {
                 (swapped, outcome) = try install(outcome, reason: reason, prepared: prepared, holder: holder)
@@ -250,7 +252,6 @@ extension InstallPipeline {
             }
             // After the holder let operations go and the version is recorded: freeing the old file's blocks.
             if let retired = swapped?.retired { _ = try? directory.remove(retired) }
-            prepared.user.report(in: &outcome)
             outcome.adoptedFrom = prepared.adoption.adoptedFrom
             outcome.legacyStoresLeftInPlace = prepared.adoption.leftInPlace
             outcome.userStoreChecked = prepared.entry?.userStoreChecked
@@ -341,7 +342,7 @@ extension InstallPipeline {
             outcome.storeKeptAside = swapped.keptAside
             if let opened {
                 outcome.orphans = opened.orphans
-                outcome.appliedMigrations = opened.appliedMigrations
+                outcome.appliedMigrations = opened.appliedMigrations   // the import's, then the reopening's (finishOpening adds to them)
             } else if request.source.recorded == .download {
                 // Nothing reopened the store (an update of a closed one): the rows each reference lost, counted here.
                 outcome.orphans = try InstallPipeline.during(.store, changed: true) { () throws(ReseedError) in try installation.countOrphans() }
