@@ -46,17 +46,25 @@ enum GeoPackageRegistration {
 
     /// Registers Reseed's tables in a GeoPackage; does nothing in another database.
     ///
-    /// - Throws: the `DatabaseError` of an insert the GeoPackage's own constraints refuse (a step
-    ///   that registered a table under one of Reseed's names, say).
+    /// - Throws: ``PackagingError/Code/database`` when `gpkg_contents` refuses a row (a step
+    ///   registered a table under one of Reseed's names, or a constraint of its own refuses the
+    ///   data type), naming the table and SQLite's reason.
     static func register(_ db: Database) throws {
         guard try isGeoPackage(db) else { return }
         for table in tables {
-            try db.execute(
-                sql: """
-                    INSERT INTO main.gpkg_contents (table_name, data_type, identifier, description, last_change)
-                    VALUES (?, ?, NULL, ?, ?)
-                    """,
-                arguments: [table.name, dataType, table.description, lastChange])
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO main.gpkg_contents (table_name, data_type, identifier, description, last_change)
+                        VALUES (?, ?, NULL, ?, ?)
+                        """,
+                    arguments: [table.name, dataType, table.description, lastChange])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw PackagingError(.database, step: .build, message: """
+                    gpkg_contents refused the row that registers Reseed's table \(table.name) under the data type '\(dataType)' \
+                    (\(error.message ?? "a constraint failed")): the steps must leave that name to Reseed and accept that data type
+                    """, databaseError: error)
+            }
         }
         // A view named gpkg_extensions (the standard allows one) takes no rows: the data type alone hides the tables.
         switch try kind(of: "gpkg_extensions", db) {

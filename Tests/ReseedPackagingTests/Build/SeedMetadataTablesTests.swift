@@ -61,6 +61,15 @@ import Testing
         #expect(tables == ["metadata", "reseed_metadata", "reseed_steps", "tiles"])
     }
 
+    @Test func aStepThatRegistersReseedsNameFailsTheBuildNamingIt() throws {
+        var steps = Self.geoPackage
+        steps["0002_register.sql"] = "INSERT INTO gpkg_contents (table_name, data_type, last_change) VALUES ('reseed_metadata', 'attributes', '2024-01-01T00:00:00.000Z');"
+        let error = try #require(buildError(try MigrationsSandbox(steps)))
+        #expect(error.code == .database && error.step == .build)
+        #expect(error.message == "gpkg_contents refused the row that registers Reseed's table reseed_metadata under the data type 'reseed-metadata' "
+            + "(UNIQUE constraint failed: gpkg_contents.table_name): the steps must leave that name to Reseed and accept that data type")
+    }
+
     /// `reseed init --from` a GeoPackage seed: its steps leave out the rows that register Reseed's
     /// tables, so the next build registers them once, as if the database had never been a seed.
     @Test func adoptingAGeoPackageSeedCarriesNoRegistrationRows() throws {
