@@ -7,6 +7,9 @@ import GRDB
 /// Stored in two tables that `reseed package` creates:
 /// `reseed_metadata(key TEXT PRIMARY KEY, value TEXT)` with the keys `format`,
 /// `name` and `version`; and `reseed_steps(position INTEGER PRIMARY KEY, id TEXT, checksum TEXT)`.
+/// In a GeoPackage both are also registered in `gpkg_contents` and `gpkg_extensions` under a data
+/// type of their own, so GDAL does not list them as layers; seeds built before that registration
+/// read as they always did (see <doc:AdoptingInAnAppThatShipsADatabase>, "GeoPackage and MBTiles").
 public struct SeedMetadata: Sendable, Hashable {
     /// The table of key/value metadata.
     public static let tableName = "reseed_metadata"

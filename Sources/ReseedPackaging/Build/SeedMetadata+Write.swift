@@ -2,7 +2,8 @@ import GRDB
 import Reseed
 
 extension SeedMetadata {
-    /// Creates the metadata tables and fills them; used when building a seed.
+    /// Creates the metadata tables and fills them; used when building a seed. In a GeoPackage it
+    /// also registers them, so GDAL lists neither as a layer (see ``GeoPackageRegistration``).
     public func write(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE \(Self.tableName) (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
@@ -16,5 +17,6 @@ extension SeedMetadata {
                 sql: "INSERT INTO \(Self.stepsTableName) (position, id, checksum) VALUES (?, ?, ?)",
                 arguments: [position + 1, step.id, step.checksum])
         }
+        try GeoPackageRegistration.register(db)
     }
 }

@@ -22,6 +22,9 @@ struct SourceSchema {
         /// The tables this one's foreign keys name (other than itself), lowercased.
         var parents: Set<String>
         var referencesItself: Bool
+        /// The condition a row must meet to be carried; nil for every row. Adopting a seed leaves
+        /// out the rows that register Reseed's tables in a GeoPackage (its build writes them anew).
+        var rowFilter: String? = nil
     }
 
     /// Tables with rows to carry (a virtual table's shadow tables among them), in the order they were created.
@@ -94,7 +97,8 @@ struct SourceSchema {
                     let values = ["table", name, owner].map { ValueText.sqlText(Array($0.utf8)) } + ["0", ValueText.sqlText(Array(sql.utf8))]
                     schema.creation.append("INSERT INTO sqlite_schema(type, name, tbl_name, rootpage, sql) VALUES(\(values.joined(separator: ", ")))")
                 case "table":
-                    let table = try table(name, sql: sql, strict: strict[lowered] ?? false, db, path: path)
+                    var table = try table(name, sql: sql, strict: strict[lowered] ?? false, db, path: path)
+                    if isSeed { table.rowFilter = GeoPackageRegistration.userRows(of: name) }
                     schema.tables.append(table)
                     schema.creation.append(sql)
                 case "index", "view", "trigger":

@@ -48,7 +48,7 @@ struct TableExport {
 
     /// Writes step `number` for `tables` (nil when they hold no rows).
     func write(_ tables: [SourceSchema.Table], number: String) throws -> Written? {
-        let counts = try tables.map { try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\($0.name.quotedIdentifier)") ?? 0 }
+        let counts = try tables.map { try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\($0.name.quotedIdentifier)\(Self.filter($0))") ?? 0 }
         let rows = counts.reduce(0, +)
         guard rows > 0 else { return nil }
         let description = Self.description(for: tables.map(\.name))
@@ -111,7 +111,12 @@ struct TableExport {
         let columns = (rowid.map { [$0] } ?? []) + table.columns.map(\.name.quotedIdentifier)
         // By a name that reaches the rowid: a column may be named `_rowid_`.
         let order = (table.rowidColumn?.quotedIdentifier ?? rowid).map { " ORDER BY \($0)" } ?? ""
-        return "SELECT \(columns.joined(separator: ", ")) FROM main.\(table.name.quotedIdentifier)\(order)"
+        return "SELECT \(columns.joined(separator: ", ")) FROM main.\(table.name.quotedIdentifier)\(Self.filter(table))\(order)"
+    }
+
+    /// The `WHERE` clause of the table's ``SourceSchema/Table/rowFilter``; empty when every row is carried.
+    private static func filter(_ table: SourceSchema.Table) -> String {
+        table.rowFilter.map { " WHERE \($0)" } ?? ""
     }
 
     /// A name that reaches the rowid of a table whose rows do not carry it; nil when none is needed

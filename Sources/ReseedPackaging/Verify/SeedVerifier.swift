@@ -107,7 +107,7 @@ public struct SeedVerifier: Sendable {
             add(.headerMismatch, "\(manifest.file) does not start with a SQLite header")
         }
 
-        let embedded = try inspect(path: path, add: add)
+        let (embedded, unregistered) = try inspect(path: path, add: add)
         if let embedded {
             if embedded.name != manifest.name || embedded.version != manifest.version {
                 add(.metadataMismatch, "the seed says it is '\(embedded.name)' \(embedded.version), the manifest says '\(manifest.name)' \(manifest.version)")
@@ -120,6 +120,14 @@ public struct SeedVerifier: Sendable {
         }
 
         var notes: [String] = []
+        if !unregistered.isEmpty {
+            let one = unregistered.count == 1
+            notes.append("""
+                \(unregistered.joined(separator: " and ")) \(one ? "is" : "are") not registered in gpkg_contents, so GDAL lists \
+                \(one ? "it" : "them") as \(one ? "a layer" : "layers") of this GeoPackage (a seed built by an earlier Reseed): \
+                run reseed package to build it with the registration
+                """)
+        }
         let stated = [("content hash", manifest.contentHash), ("incremental content hash", manifest.incrementalContentHash)]
         if let (name, expected) = stated.first(where: { $0.1 != nil }), let expected {
             do {
@@ -187,20 +195,22 @@ public struct SeedVerifier: Sendable {
         return problems
     }
 
-    private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> SeedMetadata? {
+    /// The embedded metadata (nil when unreadable), and Reseed's tables a GeoPackage seed leaves
+    /// unregistered (see ``GeoPackageRegistration/unregistered(_:)``).
+    private func inspect(path: String, add: (Finding.Kind, String, String?) -> Void) throws(PackagingError) -> (SeedMetadata?, [String]) {
         var configuration = Configuration()
         configuration.readonly = true
         return try packaging(.verify, path: path) {
             do {
                 let queue = try DatabaseQueue(path: path, configuration: configuration)
                 defer { try? queue.close() }
-                let (metadata, hasVirtualTables) = try queue.read { db in
+                let (metadata, unregistered, hasVirtualTables) = try queue.read { db in
                     let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
                     if integrity != ["ok"] { add(.integrity, "integrity_check: \(integrity.prefix(5).joined(separator: "; "))", nil) }
                     let violations = try Row.fetchAll(db, sql: "PRAGMA foreign_key_check")
                     if !violations.isEmpty { add(.foreignKeys, "\(violations.count) foreign key violation(s)", nil) }
                     let virtual = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM pragma_table_list WHERE schema = 'main' AND type = 'virtual')") ?? false
-                    return (try SeedMetadata.read(db), virtual)
+                    return (try SeedMetadata.read(db), try GeoPackageRegistration.unregistered(db), virtual)
                 }
                 if hasVirtualTables {
                     do {
@@ -212,11 +222,11 @@ public struct SeedVerifier: Sendable {
                             """, nil)
                     }
                 }
-                return metadata
+                return (metadata, unregistered)
             } catch let error as DatabaseError {
                 // A damaged seed is a finding, not a reason to stop looking.
                 add(.integrity, "SQLite cannot read the seed: \(error.message ?? "\(error.resultCode)")", nil)
-                return nil
+                return (nil, [])
             }
         }
     }
