@@ -21,8 +21,11 @@ public struct KeyedChannel {
         try ChannelKeysEditor(channel: sandbox.channel, rootKey: root ?? self.root).apply(changes)
     }
 
-    /// An updater of the app shipping `bundled`, pinning the root.
-    public func updater(_ bundled: Seed) -> ChannelUpdater { sandbox.updater(bundled, publicKey: root.publicKey) }
+    /// An updater of the app shipping `bundled`, pinning the root, its clock at `now` when given.
+    public func updater(_ bundled: Seed, now: (@Sendable () -> Date)? = nil,
+                        adjust: (inout ChannelUpdater.Configuration) -> Void = { _ in }) -> ChannelUpdater {
+        sandbox.updater(bundled, publicKey: root.publicKey, now: now, adjust: adjust)
+    }
 
     /// The channel's `keys.json`.
     public var keysFile: URL { sandbox.channel.appendingPathComponent(ChannelKeys.fileName) }

@@ -67,6 +67,17 @@ public struct ChannelUpdater: Sendable {
         /// How far behind the device's clock may be: a manifest, or a channel key, is refused only
         /// once its expiry plus this allowance has passed. Default 5 minutes.
         public var clockSkew: Duration = .seconds(300)
+        /// The longest a manifest may stay valid: a `channel.json` whose `expires` is further than this
+        /// from its `issued` (or, for one without `issued`, from now) is refused, so a signer alone cannot
+        /// make a manifest outlive its key. Default 90 days.
+        public var maximumValidity: Duration = .seconds(90 * 86_400)
+        /// The channel's name the app expects: `keys.json`'s `channel` (`reseed keys --channel-name`),
+        /// copied into `channel.json`. Default nil: the first name verified from the channel is kept
+        /// (``ChannelFloors``) and another one refused afterwards.
+        public var channelName: String?
+        /// The fewest root signatures a `keys.json` must carry (its `threshold` and the signatures
+        /// themselves), whatever the file says. Default 1.
+        public var minimumThreshold = 1
         /// The wall clock expiry is checked against (a manifest's `expires`, a channel key's). Default
         /// the system's; a test hands in a fixed or advancing one instead of waiting.
         ///
@@ -227,15 +238,24 @@ public struct ChannelUpdater: Sendable {
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
-        let signed = try await fetchSignedManifest(conditional: recorded, recorded: context.validators)
-        let found = ChannelDecision.Found(
-            name: context.name, manifest: signed?.manifest.manifest, manifestURL: channelURL.appendingPathComponent(ChannelManifest.fileName),
-            recorded: recorded, keys: signed?.trust.keys, installed: context.installed, bundled: context.bundled, embedded: context.embedded,
+        let offer = try await fetchSignedManifest(conditional: recorded, recorded: context.validators, floors: context.floors)
+        var found = ChannelDecision.Found(
+            name: context.name, manifest: offer.manifest?.manifest, manifestURL: channelURL.appendingPathComponent(ChannelManifest.fileName),
+            recorded: recorded, keys: offer.trust?.keys, installed: context.installed, bundled: context.bundled, embedded: context.embedded,
             storePath: context.storeURL.path, contentHash: context.contentHash,
             mayHoldUserTables: context.configuration.userStore.map { context.userStore != $0.name } ?? false,
             allowsDowngrade: configuration.allowsDowngrade, now: configuration.now(), clockSkew: configuration.clockSkew)
+        found.floors = context.floors
+        found.channelName = configuration.channelName
+        found.maximumValidity = configuration.maximumValidity
         let decision = ChannelDecision.decide(found)
+        // Persist on verify: what verified is kept before anything is downloaded, or refused.
+        let floors = context.floors.raised(verifying: offer, decision: decision)
+        if floors != context.floors {
+            try await offload { () throws(ReseedError) in try floors.write(store: context.name, in: context.directory) }
+        }
         if case .refused(let error) = decision { throw error }
+        let signed = offer.manifest.flatMap { manifest in offer.trust.map { (manifest, $0) } }
         let baseline = found.baseline
         var outcome = Outcome(
             action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
@@ -361,6 +381,8 @@ public struct ChannelUpdater: Sendable {
         /// and not open in a ``LiveStore`` (whose version is ``installed``).
         var embedded: String?
         var validators: ChannelValidators?
+        /// What the device verified of this channel before (``ChannelFloors``).
+        var floors: ChannelFloors
         /// The installed seed's content hash, as its install recorded it.
         var contentHash: String?
         /// The user store the preferences say the store file was installed for (it then holds no user tables).
@@ -410,7 +432,7 @@ public struct ChannelUpdater: Sendable {
         }
         return Context(
             data: data, configuration: facts.launcher.configuration, userStoreURL: facts.launcher.userStoreURL, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
-            validators: entry?.channel,
+            validators: entry?.channel, floors: ChannelFloors.read(store: name, url: channelURL.absoluteString, in: directory),
             contentHash: entry?.contentHash, userStore: entry?.userStore,
             directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))

@@ -76,6 +76,8 @@ public struct ChannelPublisher: Sendable {
     /// The manifest's expiry, when set, instead of ``validFor`` from now: two publishes of the same
     /// seeds with the same key and expiry write the same bytes. Default nil.
     public var expires: Date?
+    /// The manifest's `issued` time, when set, instead of the publish time. Default nil.
+    public var issued: Date?
     /// How long to wait for another publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
     /// The seam every file action goes through (tests observe the order of the actions with it).
@@ -132,9 +134,13 @@ public struct ChannelPublisher: Sendable {
             }
         }
         manifest.expires = expires ?? now.addingTimeInterval(validFor.inSeconds)
+        manifest.issued = issued ?? now
+        // The channel's name and the keys.json this manifest is published under, which devices check it against.
+        manifest.channel = listed?.channelName
+        manifest.keys = listed.map { ChannelManifest.KeysReference(version: $0.version, sha256: $0.sha256) }
         let bytes = manifest.encoded()
         let line = try privateKey.signature(for: bytes).base64EncodedString() + "\n"
-        let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + listed)
+        let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + (listed?.keys.map(\.publicKey) ?? []))
         try packaging(.publish, path: directory.path(ChannelManifest.fileName)) {
             let signatures = ChannelManifest.signatureFileName
             try directory.replaceAtomically(signatures, with: Array((line + previous.joined()).utf8), through: StoreLayout.temporaryName(of: signatures))
