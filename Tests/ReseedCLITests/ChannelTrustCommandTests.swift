@@ -127,5 +127,86 @@ import Testing
         #expect(try sandbox.labels().count == 3)
     }
 
+    // MARK: The channel's name, keys.json's expiry, the longest validity
+
+    @Test func keysSignsTheChannelNamePublishCopiesItAndUpdatePinsIt() throws {
+        let sandbox = try ChannelSandbox()
+        let files = try Self.keyFiles(in: sandbox)
+        let keys = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--add", files.channelPub,
+                                         "--channel-name", "production"])
+        try #require(keys.status == 0, "\(keys.stderr)")
+        #expect(keys.stdout.contains("; channel 'production'; valid until "), "\(keys.stdout)")
+        let rename = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--channel-name", "staging"])
+        #expect(rename.status == 1)
+        #expect(rename.stderrLines.count == 1 && rename.stderr.contains("keys.json names the channel 'production'; apps that verified that name refuse another one, so nothing was written"), "\(rename.stderr)")
+
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let seed = try sandbox.seed("1.1.0", rows: 4)
+        let publish = try ReseedBinary.run(["publish", seed.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", files.channel])
+        try #require(publish.status == 0, "\(publish.stderr)")
+        let manifest = try ChannelManifest.decode(Array(try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelManifest.fileName))), source: "channel.json")
+        #expect(manifest.channel == "production")
+        #expect(manifest.keys?.version == 1)
+
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", files.rootPub,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+        let staging = try ReseedBinary.run(update + ["--channel-name", "staging"])
+        #expect(staging.status == 1)
+        #expect(staging.stderrLines.count == 1 && staging.stderr.contains("the channel's keys.json is named 'production'; this app pins the channel 'staging'"), "\(staging.stderr)")
+        #expect(try sandbox.labels().count == 3)
+        let production = try ReseedBinary.run(update + ["--channel-name", "production"])
+        #expect(production.status == 0, "\(production.stderr)")
+        #expect(try sandbox.labels().count == 4)
+    }
+
+    @Test func keysWithNoChangeReSignsItsExpiryAndNothingElse() throws {
+        let sandbox = try ChannelSandbox()
+        let files = try Self.keyFiles(in: sandbox)
+        let first = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--add", files.channelPub, "--valid-for", "30d", "--json"])
+        try #require(first.status == 0, "\(first.stderr)")
+        let before = try ChannelKeys.decode(Array(try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelKeys.fileName))), source: "keys.json")
+        let again = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--valid-for", "60d"])
+        try #require(again.status == 0, "\(again.stderr)")
+        let after = try ChannelKeys.decode(Array(try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelKeys.fileName))), source: "keys.json")
+        #expect(after.version == before.version + 1)
+        #expect(after.keys == before.keys && after.revoked == before.revoked && after.channelName == before.channelName)
+        let (was, now) = (try #require(before.expires), try #require(after.expires))
+        #expect(abs(now.timeIntervalSince(was) - 30 * 86_400) < 600, "\(was) → \(now)")
+    }
+
+    @Test func updateRefusesAManifestValidLongerThanTheMaximumValidity() throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let keyFile = sandbox.directory.appending("channel.key"), publicKey = sandbox.directory.appending("channel.pub")
+        _ = try ChannelPrivateKey.generate(privateKeyFile: keyFile, publicKeyFile: publicKey)
+        let seed = try sandbox.seed("1.1.0", rows: 4)
+        let publish = try ReseedBinary.run(["publish", seed.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", keyFile.path, "--valid-for", "100d"])
+        try #require(publish.status == 0, "\(publish.stderr)")
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+        let refused = try ReseedBinary.run(update)
+        #expect(refused.status == 1)
+        #expect(refused.stderrLines.count == 1 && refused.stderr.contains("longer than the 90 days this app accepts"), "\(refused.stderr)")
+        #expect(try sandbox.labels().count == 3)
+        let accepted = try ReseedBinary.run(update + ["--maximum-validity", "120d"])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(try sandbox.labels().count == 4)
+    }
+
+    /// A root key, a channel key listed nowhere yet, and their public halves, as `reseed keygen` writes them.
+    static func keyFiles(in sandbox: ChannelSandbox) throws -> (root: String, rootPub: String, channel: String, channelPub: String) {
+        let directory = sandbox.directory.appending("keys")
+        func pair(_ name: String) throws -> (String, String) {
+            let (key, pub) = (directory.appendingPathComponent("\(name).key"), directory.appendingPathComponent("\(name).pub"))
+            _ = try ChannelPrivateKey.generate(privateKeyFile: key, publicKeyFile: pub)
+            return (key.path, pub.path)
+        }
+        let (root, rootPub) = try pair("root")
+        let (channel, channelPub) = try pair("channel")
+        return (root, rootPub, channel, channelPub)
+    }
+
     // MARK: Compatibility
 }

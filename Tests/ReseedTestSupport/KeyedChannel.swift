@@ -27,6 +27,13 @@ public struct KeyedChannel {
         sandbox.updater(bundled, publicKey: root.publicKey, now: now, adjust: adjust)
     }
 
+    /// Writes the root's public key file, as `reseed keygen` does, for `reseed update --public-key`.
+    public func rootPublicKeyFile() throws -> URL {
+        let file = sandbox.directory.appending("root.pub")
+        try Data(ChannelKeyFile.Kind.publicKey.line(base64: root.publicKey.base64).utf8).write(to: file)
+        return file
+    }
+
     /// The channel's `keys.json`.
     public var keysFile: URL { sandbox.channel.appendingPathComponent(ChannelKeys.fileName) }
 }

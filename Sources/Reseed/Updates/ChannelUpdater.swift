@@ -9,16 +9,23 @@ import ReseedSystem
 /// 1. fetches `channel.json` with a conditional request (`If-None-Match` /
 ///    `If-Modified-Since` from the last check, kept in the preferences under the store's
 ///    entry), so an unchanged channel costs one small `304`;
-/// 2. fetches `keys.json` and checks it is signed by a pinned root key and not older than the
-///    one seen before (a channel without it is trusted through the pinned keys alone; see
-///    <doc:ChannelTrust>); refuses a manifest over 64 KiB (it stops reading there), one whose signature
-///    `channel.json.sig` does not verify with a listed, unexpired channel key (after reading the pair
-///    once more, in case a publish was halfway), one signed by a key root removed, one whose
-///    `expires` has passed, one for another store, one that needs a newer
-///    Reseed, and one that is not newer (``SeedVersion``'s order) than the installed seed, or older
-///    than the version the store file itself records (its `reseed_metadata` table: a floor that
-///    survives lost preferences), unless ``Configuration/allowsDowngrade`` or root removed the key
-///    that signed the installed release (``Outcome/revokedKeyID``);
+/// 2. fetches `channel.json.sig`, then `keys.json` (after a `304` too, once the channel has one, to
+///    check again the key that signed what the `304` stands for), and checks `keys.json` is signed by
+///    the threshold of the root keys the device trusts (the pinned ones, or those a verified
+///    `keys.json` rotated to), is not older than one seen, has not expired and names the channel
+///    ``Configuration/channelName`` (or the first name verified there; a channel without `keys.json`
+///    is trusted through the pinned keys alone; see <doc:ChannelTrust>); refuses a manifest over
+///    64 KiB (it stops reading there), one whose signature `channel.json.sig` does not verify with a
+///    listed, unexpired channel key (after reading the pair once more, in case a publish was halfway),
+///    one signed by a key root removed, one that names a member twice, one whose `expires` has passed,
+///    one issued in the future or valid longer than ``Configuration/maximumValidity``, one of a lower
+///    format than verified before, one that does not name the `keys.json` served beside it, one for
+///    another store or channel, one that needs a newer Reseed, and one that is not newer
+///    (``SeedVersion``'s order) than the installed seed, or older than a manifest verified from the
+///    channel before, or than the version the store file itself records (its `reseed_metadata`
+///    table), unless ``Configuration/allowsDowngrade`` or root removed the key that signed the
+///    installed release (``Outcome/revokedKeyID``); what verified is written beside the store
+///    (`.<name>.sqlite.reseed-trust.json`) before anything is downloaded, and is a floor from then on;
 /// 3. downloads the seed into the data directory, resuming a partial file left by a broken
 ///    try (`Range`, `If-Range`), never reading more than the manifest's size, and checks its
 ///    size and SHA-256;
@@ -73,7 +80,7 @@ public struct ChannelUpdater: Sendable {
         public var maximumValidity: Duration = .seconds(90 * 86_400)
         /// The channel's name the app expects: `keys.json`'s `channel` (`reseed keys --channel-name`),
         /// copied into `channel.json`. Default nil: the first name verified from the channel is kept
-        /// (``ChannelFloors``) and another one refused afterwards.
+        /// (beside the store, see <doc:ChannelTrust>) and another one refused afterwards.
         public var channelName: String?
         /// The fewest root signatures a `keys.json` must carry (its `threshold` and the signatures
         /// themselves), whatever the file says. Default 1.

@@ -26,8 +26,10 @@ import SystemPackage
 /// each with its own signature among the lines (an app of this Reseed tries each line; an app
 /// older than channel trust reads one line, and reads the pair once more when they do not match).
 /// Publishing the same seed again changes no seed or delta file: it re-signs the manifest with a
-/// new `expires` (``validFor`` from now). When the folder has a `keys.json`, the signing key must
-/// be listed in it and unexpired (see ``ChannelKeysEditor``). Older seed files are left in place
+/// new `issued` (now) and `expires` (``validFor`` from now). When the folder has a `keys.json`, the
+/// signing key must be listed in it and unexpired, and so must `keys.json` itself (see
+/// ``ChannelKeysEditor``); the manifest then names that `keys.json` (its version and SHA-256) and the
+/// channel's name it states, which devices check: publish again after each change of `keys.json`. Older seed files are left in place
 /// for clients still downloading them; remove them when no client can need them.
 /// Publishes into one folder are serialised by the empty lock file `.channel.reseed-lock`
 /// there, which clients never read (no need to upload it).
