@@ -195,16 +195,63 @@ import Testing
         #expect(try sandbox.labels().count == 4)
     }
 
+    @Test func keysWithSeveralRootsSetsAThresholdOneRootCannotLowerAndRotatesTheRoots() throws {
+        let sandbox = try ChannelSandbox()
+        let files = try Self.keyFiles(in: sandbox)
+        let (second, secondPub) = try Self.keyPair("second-root", in: sandbox)
+        let (third, thirdPub) = try Self.keyPair("third-root", in: sandbox)
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let channel = ["--channel", sandbox.channel.path]
+        func run(_ arguments: [String]) throws -> ReseedBinary.Result { try ReseedBinary.run(arguments) }
+        func publish(_ version: String, rows: Int) throws {
+            let result = try run(["publish", try sandbox.seed(version, rows: rows).manifestURL.path] + channel + ["--private-key", files.channel])
+            try #require(result.status == 0, "\(result.stderr)")
+        }
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", files.rootPub, "--public-key", secondPub,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+
+        let both = try run(["keys"] + channel + ["--root-key", files.root, "--root-key", second, "--threshold", "2", "--add", files.channelPub, "--json"])
+        try #require(both.status == 0, "\(both.stderr)")
+        #expect(both.stdout.contains("\"threshold\":2"), "\(both.stdout)")
+        try publish("1.1.0", rows: 4)
+        #expect(try run(update).status == 0)
+
+        // The second root alone writes a keys.json at threshold 1: devices refuse it.
+        let alone = try run(["keys"] + channel + ["--root-key", second, "--threshold", "1"])
+        try #require(alone.status == 0, "\(alone.stderr)")
+        try publish("1.2.0", rows: 5)
+        let refused = try run(update)
+        #expect(refused.status == 1)
+        #expect(refused.stderrLines.count == 1 && refused.stderr.contains("keys.json (version 2) is signed by 1 of the root keys this device trusts; it needs 2"), "\(refused.stderr)")
+        #expect(try sandbox.labels().count == 4)
+
+        // Both roots hand over to a third: from then on it alone signs, and devices follow.
+        let rotation = try run(["keys"] + channel + ["--root-key", files.root, "--root-key", second, "--root-key", third,
+                                                    "--new-root", thirdPub, "--threshold", "1"])
+        try #require(rotation.status == 0, "\(rotation.stderr)")
+        try publish("1.3.0", rows: 6)
+        #expect(try run(update).status == 0)
+        let byThird = try run(["keys"] + channel + ["--root-key", third])
+        try #require(byThird.status == 0, "\(byThird.stderr)")
+        try publish("1.4.0", rows: 7)
+        let after = try run(update)
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(try sandbox.labels().count == 7)
+    }
+
+    /// A key pair `name`.key and `name`.pub, as `reseed keygen` writes them.
+    static func keyPair(_ name: String, in sandbox: ChannelSandbox) throws -> (key: String, pub: String) {
+        let directory = sandbox.directory.appending("keys")
+        let (key, pub) = (directory.appendingPathComponent("\(name).key"), directory.appendingPathComponent("\(name).pub"))
+        _ = try ChannelPrivateKey.generate(privateKeyFile: key, publicKeyFile: pub)
+        return (key.path, pub.path)
+    }
+
     /// A root key, a channel key listed nowhere yet, and their public halves, as `reseed keygen` writes them.
     static func keyFiles(in sandbox: ChannelSandbox) throws -> (root: String, rootPub: String, channel: String, channelPub: String) {
-        let directory = sandbox.directory.appending("keys")
-        func pair(_ name: String) throws -> (String, String) {
-            let (key, pub) = (directory.appendingPathComponent("\(name).key"), directory.appendingPathComponent("\(name).pub"))
-            _ = try ChannelPrivateKey.generate(privateKeyFile: key, publicKeyFile: pub)
-            return (key.path, pub.path)
-        }
-        let (root, rootPub) = try pair("root")
-        let (channel, channelPub) = try pair("channel")
+        let (root, rootPub) = try keyPair("root", in: sandbox)
+        let (channel, channelPub) = try keyPair("channel", in: sandbox)
         return (root, rootPub, channel, channelPub)
     }
 
