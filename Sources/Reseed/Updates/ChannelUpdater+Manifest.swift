@@ -95,18 +95,26 @@ extension ChannelUpdater {
     /// - Returns: no manifest when the channel answered `304 Not Modified`; then `keys.json` too when
     ///   this device has seen one from the channel, so that the signer of what the `304` stands for is
     ///   checked again (a `304` never skips the key check).
-    func fetchSignedManifest(conditional: ChannelValidators?, recorded: ChannelValidators?, floors: ChannelFloors)
+    ///
+    /// `verified` hears of a `keys.json` the moment it verifies, before `channel.json` is checked with it.
+    func fetchSignedManifest(conditional: ChannelValidators?, recorded: ChannelValidators?, floors: ChannelFloors,
+                             verified: (ChannelKeys) async throws(ReseedError) -> Void)
         async throws(ReseedError) -> ChannelOffer
     {
         var refusal: ReseedError?
         var trust: ChannelTrust?
+        func fetchKeys() async throws(ReseedError) -> ChannelTrust {
+            let fetched = try await fetchTrust(recorded: recorded, floors: floors)
+            if let keys = fetched.keys { try await verified(keys) }
+            return fetched
+        }
         for attempt in 1...2 {
             guard let pair = try await fetchPair(conditional: attempt == 1 ? conditional : nil) else {
                 let seenKeys = floors.keysVersion ?? (recorded?.url == channelURL.absoluteString ? recorded?.keysVersion : nil)
-                return ChannelOffer(manifest: nil, trust: seenKeys == nil ? nil : try await fetchTrust(recorded: recorded, floors: floors))
+                return ChannelOffer(manifest: nil, trust: seenKeys == nil ? nil : try await fetchKeys())
             }
             let trusted: ChannelTrust
-            if let trust { trusted = trust } else { trusted = try await fetchTrust(recorded: recorded, floors: floors) }
+            if let trust { trusted = trust } else { trusted = try await fetchKeys() }
             trust = trusted
             switch trusted.signer(of: pair.manifest, signature: pair.signature, url: pair.url, allowance: configuration.clockSkew) {
             case .success(let signer):

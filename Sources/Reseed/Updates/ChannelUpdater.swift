@@ -245,7 +245,11 @@ public struct ChannelUpdater: Sendable {
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
-        let offer = try await fetchSignedManifest(conditional: recorded, recorded: context.validators, floors: context.floors)
+        // Persist on verify: keys.json is kept the moment it verifies, whatever becomes of channel.json.
+        var kept = context.floors
+        let offer = try await fetchSignedManifest(conditional: recorded, recorded: context.validators, floors: context.floors) { keys throws(ReseedError) in
+            kept = try await keep(kept.raised(by: keys), over: kept, in: context)
+        }
         var found = ChannelDecision.Found(
             name: context.name, manifest: offer.manifest?.manifest, manifestURL: channelURL.appendingPathComponent(ChannelManifest.fileName),
             recorded: recorded, keys: offer.trust?.keys, installed: context.installed, bundled: context.bundled, embedded: context.embedded,
@@ -256,11 +260,8 @@ public struct ChannelUpdater: Sendable {
         found.channelName = configuration.channelName
         found.maximumValidity = configuration.maximumValidity
         let decision = ChannelDecision.decide(found)
-        // Persist on verify: what verified is kept before anything is downloaded, or refused.
-        let floors = context.floors.raised(verifying: offer, decision: decision)
-        if floors != context.floors {
-            try await offload { () throws(ReseedError) in try floors.write(store: context.name, in: context.directory) }
-        }
+        // And so is the manifest, before anything is downloaded (or the offer refused).
+        kept = try await keep(kept.raised(verifying: offer, decision: decision), over: kept, in: context)
         if case .refused(let error) = decision { throw error }
         let signed = offer.manifest.flatMap { manifest in offer.trust.map { (manifest, $0) } }
         let baseline = found.baseline
@@ -352,6 +353,14 @@ public struct ChannelUpdater: Sendable {
         outcome.resumedFrom = downloaded.resumedFrom
         outcome.method = .full
         return outcome
+    }
+
+    /// Writes `floors` beside the store when they differ from `current` (what the file holds); returns them.
+    private func keep(_ floors: ChannelFloors, over current: ChannelFloors, in context: Context) async throws(ReseedError) -> ChannelFloors {
+        if floors != current {
+            try await offload { () throws(ReseedError) in try floors.write(store: context.name, in: context.directory) }
+        }
+        return floors
     }
 
     /// Installs what `request` says through the install pipeline: held by the live store (its

@@ -68,6 +68,22 @@ import Testing
         #expect(try sandbox.labels() == Self.bundledLabels)
     }
 
+    /// keys.json v2 (the first key removed) verified beside a channel.json that key signed, which is
+    /// refused; then the mirror replays keys.json v1, which still lists it.
+    @Test func aKeysJSONIsKeptTheMomentItVerifiesEvenWhenItsManifestIsRefused() async throws {
+        let (keyed, sandbox, bundled) = try Self.keyedDevice()
+        let versionOne = try Data(contentsOf: keyed.keysFile)
+        try sandbox.publish(try sandbox.seed("99.0.0", rows: 2), key: keyed.first)
+        try keyed.edit([.remove(keyed.first.publicKey)])
+        let removed = try await #require(throws: ReseedError.self) { try await keyed.updater(bundled).update() }
+        #expect(removed.code == .channelKeyRevoked)
+
+        try versionOne.write(to: keyed.keysFile)
+        let error = try await #require(throws: ReseedError.self) { try await keyed.updater(bundled).update() }
+        #expect(error.message == "keys.json is version 1, older than version 2 this store has seen; refusing a rollback of the channel's keys")
+        #expect(try sandbox.labels() == Self.bundledLabels)
+    }
+
     // MARK: A 304 never skips the key check
 
     /// 99.0.0, signed by the first key, installed; root removes that key; the mirror answers 304.
