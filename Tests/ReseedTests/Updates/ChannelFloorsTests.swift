@@ -227,6 +227,7 @@ import Testing
         #expect(error.code == .channelExpired)
         #expect(error.step == .checkKeys)
         #expect(error.message == "keys.json (version 2) expired at \(RFC3339.string(expires)); refusing keys the channel's root no longer vouches for")
+        #expect(error.advice == "the channel's root key holder must re-sign keys.json (reseed keys --valid-for), or the host serves an old copy")
         #expect(try sandbox.labels() == Self.bundledLabels)
     }
 
