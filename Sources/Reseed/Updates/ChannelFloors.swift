@@ -11,15 +11,21 @@ import ReseedSystem
 /// below it, whatever became of the download.
 ///
 /// ```json
-/// {"url": "https://cdn.example.com/triage/", "keysVersion": 3, "threshold": 1, "channel": "production",
+/// {"url": "https://cdn.example.com/triage/", "pinned": ["9b7d…"], "keysVersion": 3, "threshold": 1, "channel": "production",
 ///  "manifestVersion": "3.0.0", "manifestFormat": 3, "manifestSignedBy": "5f0c…", "roots": ["q8f1…="]}
 /// ```
+///
+/// The floors belong to the channel the app's pinned root keys anchor, whatever URL serves it: a
+/// mirror at another address gets the same floors. An app that pins other roots (none of the
+/// recorded pinned or rotated ones) starts from none.
 struct ChannelFloors: Sendable, Equatable {
     /// The largest file read.
     static let maximumFileSize = 64 << 10
 
-    /// The channel's URL: the floors hold for this channel only.
+    /// The URL of the last check (what it was learnt from; not a key).
     var url: String
+    /// The ids of the keys the app pinned when the floors were written.
+    var pinned: [String] = []
     /// The highest `keys.json` version verified.
     var keysVersion: Int64?
     /// The root threshold of the last `keys.json` verified: a new one needs that many of ``roots``.
@@ -38,25 +44,31 @@ struct ChannelFloors: Sendable, Equatable {
     /// The file's name beside the store `name`.
     static func fileName(ofStore name: String) -> String { StoreLayout(store: name).trustFloors }
 
-    /// Reads the floors of `url` kept for the store `name` in `directory`; empty floors when there is
-    /// no file, or it is another channel's. A file that is not the floors' (it was edited) has none
+    /// Reads the floors kept for the store `name` in `directory`, for an app that pins `pinned` and
+    /// checks `url`; empty floors when there is no file, or it is another channel's (none of its pinned
+    /// or rotated root keys is pinned now). A file that is not the floors' (it was edited) has none
     /// either, and the next verified check writes it again.
-    static func read(store name: String, url: String, in directory: Directory) -> ChannelFloors {
-        let empty = ChannelFloors(url: url)
+    static func read(store name: String, url: String, pinned: [ChannelPublicKey], in directory: Directory) -> ChannelFloors {
+        let pinnedIDs = pinned.map(\.keyID)
+        let empty = ChannelFloors(url: url, pinned: pinnedIDs)
         let path = directory.path(fileName(ofStore: name))
         guard let bytes = try? readSmallFileIfPresent(URL(fileURLWithPath: path, isDirectory: false), limit: maximumFileSize, step: .checkKeys,
                                                       tooLarge: { _ in ReseedError(.io, step: .checkKeys, path: path, message: "too large") }),
-              let node = try? JSONNode.parse(bytes, maxDepth: 4), node["url"]?.string == url else { return empty }
+              let node = try? JSONNode.parse(bytes, maxDepth: 4) else { return empty }
         func integer(_ name: String) -> Int64? {
             if case .number(let text)? = node[name]?.value { return Int64(text) }
             return nil
         }
+        func strings(_ name: String) -> [String] {
+            guard case .array(let items)? = node[name]?.value else { return [] }
+            return items.compactMap(\.string)
+        }
+        let roots = strings("roots").compactMap { try? ChannelPublicKey(base64: $0) }
+        guard !Set(strings("pinned") + roots.map(\.keyID)).isDisjoint(with: pinnedIDs) else { return empty }
         var floors = empty
         floors.keysVersion = integer("keysVersion")
         floors.threshold = integer("threshold").map { Int(clamping: $0) }
-        if case .array(let items)? = node["roots"]?.value {
-            floors.roots = items.compactMap { $0.string.flatMap { try? ChannelPublicKey(base64: $0) } }
-        }
+        floors.roots = roots
         floors.channelName = node["channel"]?.string
         floors.manifestVersion = node["manifestVersion"]?.string
         floors.manifestSignedBy = node["manifestSignedBy"]?.string
@@ -66,7 +78,7 @@ struct ChannelFloors: Sendable, Equatable {
 
     /// The file's text.
     var json: String {
-        var members = ["\"url\": " + JSONNode.quote(url)]
+        var members = ["\"url\": " + JSONNode.quote(url), "\"pinned\": [" + pinned.map(JSONNode.quote).joined(separator: ", ") + "]"]
         if let keysVersion { members.append("\"keysVersion\": \(keysVersion)") }
         if let threshold { members.append("\"threshold\": \(threshold)") }
         if !roots.isEmpty { members.append("\"roots\": [" + roots.map { JSONNode.quote($0.base64) }.joined(separator: ", ") + "]") }

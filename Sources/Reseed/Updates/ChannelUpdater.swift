@@ -448,7 +448,7 @@ public struct ChannelUpdater: Sendable {
         }
         return Context(
             data: data, configuration: facts.launcher.configuration, userStoreURL: facts.launcher.userStoreURL, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
-            validators: entry?.channel, floors: ChannelFloors.read(store: name, url: channelURL.absoluteString, in: directory),
+            validators: entry?.channel, floors: ChannelFloors.read(store: name, url: channelURL.absoluteString, pinned: publicKeys, in: directory),
             contentHash: entry?.contentHash, userStore: entry?.userStore,
             directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))

@@ -68,6 +68,25 @@ import Testing
         #expect(try sandbox.labels() == Self.bundledLabels)
     }
 
+    /// The floors belong to the channel the pinned key anchors, not to one address: after 3.0.0 was
+    /// verified from the origin (its download failed), a mirror at another URL serves the older folder.
+    @Test func aMirrorAtAnotherAddressMeetsTheSameFloors() async throws {
+        let (sandbox, bundled) = try Self.device()
+        try sandbox.publish(try sandbox.seed("2.0.0", rows: 2))
+        let older = try sandbox.snapshot()
+        try sandbox.publish(try sandbox.seed("3.0.0", rows: 4))
+        try sandbox.server.set(["status": ["items-3.0.0.sqlite": 503]])
+        _ = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+
+        let mirror = try ChannelSandbox()
+        try mirror.restore(older)
+        let updater = ChannelUpdater(channel: mirror.server.url, publicKey: sandbox.key.publicKey, launcher: sandbox.launcher(bundled),
+                                     configuration: mirror.configuration())
+        let error = try await #require(throws: ReseedError.self) { try await updater.update() }
+        #expect(error.message == "the channel offers items 2.0.0, older than 3.0.0 this device verified from the channel before; refusing a rollback")
+        #expect(try sandbox.labels() == Self.bundledLabels)
+    }
+
     /// keys.json v2 (the first key removed) verified beside a channel.json that key signed, which is
     /// refused; then the mirror replays keys.json v1, which still lists it.
     @Test func aKeysJSONIsKeptTheMomentItVerifiesEvenWhenItsManifestIsRefused() async throws {
