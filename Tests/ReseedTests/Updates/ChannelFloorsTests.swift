@@ -30,16 +30,22 @@ import Testing
 
     // MARK: Persist on verify
 
-    /// 3.0.0 verified, its download answered 503; then the mirror replays the folder of 2.0.0.
-    @Test func aReleaseSeenButNotInstalledIsAFloorWhenItsDownloadFailed() async throws {
-        let (sandbox, bundled) = try Self.device()
+    /// A device on 1.0.0 that verified 3.0.0 whose download was answered 503, and the channel folder
+    /// of 2.0.0 before it (what a mirror replays).
+    static func threeVerifiedNotInstalled() async throws -> (sandbox: ChannelSandbox, bundled: Seed, older: [String: Data]) {
+        let (sandbox, bundled) = try device()
         try sandbox.publish(try sandbox.seed("2.0.0", rows: 2))
         let older = try sandbox.snapshot()
         try sandbox.publish(try sandbox.seed("3.0.0", rows: 4))
         try sandbox.server.set(["status": ["items-3.0.0.sqlite": 503]])
         let failed = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
         #expect(failed.httpStatus == 503)
+        return (sandbox, bundled, older)
+    }
 
+    /// 3.0.0 verified, its download answered 503; then the mirror replays the folder of 2.0.0.
+    @Test func aReleaseSeenButNotInstalledIsAFloorWhenItsDownloadFailed() async throws {
+        let (sandbox, bundled, older) = try await Self.threeVerifiedNotInstalled()
         try sandbox.server.set([:])
         try sandbox.restore(older)
         let error = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
@@ -71,12 +77,7 @@ import Testing
     /// The floors belong to the channel the pinned key anchors, not to one address: after 3.0.0 was
     /// verified from the origin (its download failed), a mirror at another URL serves the older folder.
     @Test func aMirrorAtAnotherAddressMeetsTheSameFloors() async throws {
-        let (sandbox, bundled) = try Self.device()
-        try sandbox.publish(try sandbox.seed("2.0.0", rows: 2))
-        let older = try sandbox.snapshot()
-        try sandbox.publish(try sandbox.seed("3.0.0", rows: 4))
-        try sandbox.server.set(["status": ["items-3.0.0.sqlite": 503]])
-        _ = try await #require(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        let (sandbox, bundled, older) = try await Self.threeVerifiedNotInstalled()
 
         let mirror = try ChannelSandbox()
         try mirror.restore(older)
