@@ -90,6 +90,7 @@ public struct ReseedError: Error, Sendable, CustomStringConvertible, LocalizedEr
             case .downloadTooSlow: "try again later or on a better network"
             case .signature: "check that the public key is the one made with the channel's private key"
             case .insufficientSpace: "free some space on that device, then try again"
+            case .channelExpired where step == .checkKeys: "the channel's root key holder must re-sign keys.json (reseed keys --valid-for), or the host serves an old copy"
             case .channelExpired: "the publisher must re-sign the channel (reseed publish), or the host serves an old copy"
             case .channelKeyRevoked, .channelKeyExpired: "the publisher must publish again with a channel key listed in keys.json"
             default: nil

@@ -12,11 +12,14 @@ extension ReseedCommand {
                 beside it; for each of the last --deltas releases the channel offered whose seed file is still in the \
                 folder, a row-level delta to the new seed is built, checked and compressed; then \
                 channel.json.sig and channel.json are replaced atomically, so that a publish killed at any moment \
-                leaves a pair that verifies. channel.json expires --valid-for from now (default 30d): re-sign it on a \
+                leaves a pair that verifies. channel.json expires --valid-for from now (default 30d; apps refuse one valid \
+                longer than their maximum validity, 90 days by default): re-sign it on a \
                 schedule by publishing the same seed again, which changes nothing else. A seed whose version is not newer \
                 than the channel's (SemVer 2.0, or dotted numbers such as 2024.07.2 compared number by number) is \
                 refused unless --allow-downgrade. When the folder has a keys.json \
-                (reseed keys), the private key must be a listed, unexpired channel key. Serve the folder from \
+                (reseed keys), the private key must be a listed, unexpired channel key, keys.json must not have expired, \
+                and channel.json names it (its version and SHA-256) and the channel's name it states: publish again \
+                after each reseed keys. Serve the folder from \
                 any static HTTP host; apps update from it with `reseed update` or ChannelUpdater.
                 """)
 

@@ -7,10 +7,15 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a newer seed from a channel into the data directory: check, download, verify, install.",
             discussion: """
-                Fetches <channel>/keys.json and checks it is signed by a --public-key (root key), then \
-                <channel>/channel.json (conditionally: an unchanged channel costs one 304), checks that a channel key \
-                keys.json lists signed it (for a channel without keys.json: a --public-key itself) and that it has not \
-                expired, and when it offers a newer version than the installed one, downloads \
+                Fetches <channel>/channel.json (conditionally: an unchanged channel costs one 304), its signature \
+                channel.json.sig, then <channel>/keys.json (also after a 304, once the channel has one, to check the \
+                key that signed what the 304 stands for), and checks that keys.json is signed by the --public-key \
+                roots (or the roots keys.json rotated to), is not older than one seen nor expired, and names the \
+                channel --channel-name (or the one first verified there); that a channel key keys.json lists signed \
+                channel.json (for a channel without keys.json: a --public-key itself), that it names that keys.json, \
+                was issued in the past, is valid no longer than --maximum-validity and has not expired. What verified \
+                is kept beside the store before anything is downloaded; nothing lower is taken afterwards. When the \
+                channel offers a newer version than the installed one, it downloads \
                 the seed (resuming a broken download, or one cut for averaging under --low-speed-limit bytes a second over \
                 --low-speed-time seconds), verifies its size and SHA-256 and installs it. When the channel \
                 offers a delta from the installed seed's content hash, only the changed rows are downloaded and applied \
@@ -49,6 +54,18 @@ extension ReseedCommand {
                 help: ArgumentHelp("Seconds the --low-speed-limit average is taken over.", valueName: "seconds"))
         var lowSpeedTime: Double = 60
 
+        @Option(name: .customLong("channel-name"),
+                help: ArgumentHelp("The channel's name keys.json must state (default: the first name verified from the channel).", valueName: "name"))
+        var channelName: String?
+
+        @Option(name: .customLong("maximum-validity"),
+                help: ArgumentHelp("The longest a channel.json may be valid, from its issue time: a number and d, h, m or s.", valueName: "duration"))
+        var maximumValidity = "90d"
+
+        @Option(name: .customLong("minimum-threshold"),
+                help: ArgumentHelp("The fewest root signatures keys.json must carry.", valueName: "n"))
+        var minimumThreshold = 1
+
         @Flag(name: .customLong("allow-downgrade"), help: "Install the channel's seed even when it is not newer than the installed one.")
         var allowDowngrade = false
 
@@ -67,6 +84,13 @@ extension ReseedCommand {
             _ = try duration(clockSkew, of: "--clock-skew")
             guard !publicKey.isEmpty else { throw ValidationError("give at least one --public-key") }
             _ = try duration(lowSpeedTime, of: "--low-speed-time", allowingZero: false)
+            _ = try validity(maximumValidity, of: "--maximum-validity")
+            guard (1...ChannelKeys.maximumSignatures).contains(minimumThreshold) else {
+                throw ValidationError("--minimum-threshold must be between 1 and \(ChannelKeys.maximumSignatures)")
+            }
+            if let channelName, !ChannelKeys.isValidChannelName(channelName) {
+                throw ValidationError("--channel-name must be 1-\(ChannelKeys.maximumChannelNameLength) letters, digits, '.', '_' or '-'")
+            }
             guard lowSpeedLimit >= 0 else { throw ValidationError("--low-speed-limit must be a number of bytes a second, from 0") }
         }
 
@@ -105,6 +129,9 @@ extension ReseedCommand {
                 configuration.lowSpeedTime = try duration(lowSpeedTime, of: "--low-speed-time", allowingZero: false)
                 configuration.allowsDowngrade = allowDowngrade
                 configuration.clockSkew = try duration(clockSkew, of: "--clock-skew")
+                configuration.maximumValidity = try validity(maximumValidity, of: "--maximum-validity")
+                configuration.minimumThreshold = minimumThreshold
+                configuration.channelName = channelName
                 let channelURL = try self.channelURL()
                 let updater = ChannelUpdater(channel: channelURL, publicKeys: try publicKey.map { try ChannelPublicKey(contentsOf: fileURL($0)) },
                                              launcher: launcher, configuration: configuration)

@@ -30,7 +30,7 @@ import Testing
         func manifest() throws -> (lines: [Substring], expires: Date?) {
             let bytes = try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelManifest.fileName))
             let decoded = try ChannelManifest.decode(Array(bytes), source: "channel.json")
-            return (String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { !$0.contains("\"expires\"") }, decoded.expires)
+            return (String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { !$0.contains("\"expires\"") && !$0.contains("\"issued\"") }, decoded.expires)
         }
         let before = try files()
         let (linesBefore, expiresBefore) = try manifest()
@@ -44,7 +44,7 @@ import Testing
         #expect(again.stdout.contains("already there"))
         let (linesAfter, expiresAfter) = try manifest()
         #expect(try files() == before, "no seed, compressed seed or delta file changed")
-        #expect(linesAfter == linesBefore, "only expires changed in channel.json")
+        #expect(linesAfter == linesBefore, "only expires and issued changed in channel.json")
         let later = try #require(expiresAfter)
         #expect(abs(later.timeIntervalSince(.now) - 30 * 86_400) < 600)
     }
@@ -125,6 +125,134 @@ import Testing
         #expect(update.stderrLines.count == 1, "\(update.stderr)")
         #expect(update.stderr.contains("expired at 2026-03-04T05:06:07Z"), "\(update.stderr)")
         #expect(try sandbox.labels().count == 3)
+    }
+
+    // MARK: The channel's name, keys.json's expiry, the longest validity
+
+    @Test func keysSignsTheChannelNamePublishCopiesItAndUpdatePinsIt() throws {
+        let sandbox = try ChannelSandbox()
+        let files = try Self.keyFiles(in: sandbox)
+        let keys = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--add", files.channelPub,
+                                         "--channel-name", "production"])
+        try #require(keys.status == 0, "\(keys.stderr)")
+        #expect(keys.stdout.contains("; channel 'production'; valid until "), "\(keys.stdout)")
+        let rename = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--channel-name", "staging"])
+        #expect(rename.status == 1)
+        #expect(rename.stderrLines.count == 1 && rename.stderr.contains("keys.json names the channel 'production'; apps that verified that name refuse another one, so nothing was written"), "\(rename.stderr)")
+
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let seed = try sandbox.seed("1.1.0", rows: 4)
+        let publish = try ReseedBinary.run(["publish", seed.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", files.channel])
+        try #require(publish.status == 0, "\(publish.stderr)")
+        let manifest = try ChannelManifest.decode(Array(try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelManifest.fileName))), source: "channel.json")
+        #expect(manifest.channel == "production")
+        #expect(manifest.keys?.version == 1)
+
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", files.rootPub,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+        let staging = try ReseedBinary.run(update + ["--channel-name", "staging"])
+        #expect(staging.status == 1)
+        #expect(staging.stderrLines.count == 1 && staging.stderr.contains("the channel's keys.json is named 'production'; this app pins the channel 'staging'"), "\(staging.stderr)")
+        #expect(try sandbox.labels().count == 3)
+        let production = try ReseedBinary.run(update + ["--channel-name", "production"])
+        #expect(production.status == 0, "\(production.stderr)")
+        #expect(try sandbox.labels().count == 4)
+    }
+
+    @Test func keysWithNoChangeReSignsItsExpiryAndNothingElse() throws {
+        let sandbox = try ChannelSandbox()
+        let files = try Self.keyFiles(in: sandbox)
+        let first = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--add", files.channelPub, "--valid-for", "30d", "--json"])
+        try #require(first.status == 0, "\(first.stderr)")
+        let before = try ChannelKeys.decode(Array(try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelKeys.fileName))), source: "keys.json")
+        let again = try ReseedBinary.run(["keys", "--channel", sandbox.channel.path, "--root-key", files.root, "--valid-for", "60d"])
+        try #require(again.status == 0, "\(again.stderr)")
+        let after = try ChannelKeys.decode(Array(try Data(contentsOf: sandbox.channel.appendingPathComponent(ChannelKeys.fileName))), source: "keys.json")
+        #expect(after.version == before.version + 1)
+        #expect(after.keys == before.keys && after.revoked == before.revoked && after.channelName == before.channelName)
+        let (was, now) = (try #require(before.expires), try #require(after.expires))
+        #expect(abs(now.timeIntervalSince(was) - 30 * 86_400) < 600, "\(was) → \(now)")
+    }
+
+    @Test func updateRefusesAManifestValidLongerThanTheMaximumValidity() throws {
+        let sandbox = try ChannelSandbox()
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let keyFile = sandbox.directory.appending("channel.key"), publicKey = sandbox.directory.appending("channel.pub")
+        _ = try ChannelPrivateKey.generate(privateKeyFile: keyFile, publicKeyFile: publicKey)
+        let seed = try sandbox.seed("1.1.0", rows: 4)
+        let publish = try ReseedBinary.run(["publish", seed.manifestURL.path, "--channel", sandbox.channel.path, "--private-key", keyFile.path, "--valid-for", "100d"])
+        try #require(publish.status == 0, "\(publish.stderr)")
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+        let refused = try ReseedBinary.run(update)
+        #expect(refused.status == 1)
+        #expect(refused.stderrLines.count == 1 && refused.stderr.contains("longer than the 90 days this app accepts"), "\(refused.stderr)")
+        #expect(try sandbox.labels().count == 3)
+        let accepted = try ReseedBinary.run(update + ["--maximum-validity", "120d"])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        #expect(try sandbox.labels().count == 4)
+    }
+
+    @Test func keysWithSeveralRootsSetsAThresholdOneRootCannotLowerAndRotatesTheRoots() throws {
+        let sandbox = try ChannelSandbox()
+        let files = try Self.keyFiles(in: sandbox)
+        let (second, secondPub) = try Self.keyPair("second-root", in: sandbox)
+        let (third, thirdPub) = try Self.keyPair("third-root", in: sandbox)
+        let bundled = try sandbox.seed("1.0.0")
+        try sandbox.launch(bundled)
+        let channel = ["--channel", sandbox.channel.path]
+        func run(_ arguments: [String]) throws -> ReseedBinary.Result { try ReseedBinary.run(arguments) }
+        func publish(_ version: String, rows: Int) throws {
+            let result = try run(["publish", try sandbox.seed(version, rows: rows).manifestURL.path] + channel + ["--private-key", files.channel])
+            try #require(result.status == 0, "\(result.stderr)")
+        }
+        let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", files.rootPub, "--public-key", secondPub,
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path]
+
+        let both = try run(["keys"] + channel + ["--root-key", files.root, "--root-key", second, "--threshold", "2", "--add", files.channelPub, "--json"])
+        try #require(both.status == 0, "\(both.stderr)")
+        #expect(both.stdout.contains("\"threshold\":2"), "\(both.stdout)")
+        try publish("1.1.0", rows: 4)
+        #expect(try run(update).status == 0)
+
+        // The second root alone writes a keys.json at threshold 1: devices refuse it.
+        let alone = try run(["keys"] + channel + ["--root-key", second, "--threshold", "1"])
+        try #require(alone.status == 0, "\(alone.stderr)")
+        try publish("1.2.0", rows: 5)
+        let refused = try run(update)
+        #expect(refused.status == 1)
+        #expect(refused.stderrLines.count == 1 && refused.stderr.contains("keys.json (version 2) is signed by 1 of the root keys this device trusts; it needs 2"), "\(refused.stderr)")
+        #expect(try sandbox.labels().count == 4)
+
+        // Both roots hand over to a third: from then on it alone signs, and devices follow.
+        let rotation = try run(["keys"] + channel + ["--root-key", files.root, "--root-key", second, "--root-key", third,
+                                                    "--new-root", thirdPub, "--threshold", "1"])
+        try #require(rotation.status == 0, "\(rotation.stderr)")
+        try publish("1.3.0", rows: 6)
+        #expect(try run(update).status == 0)
+        let byThird = try run(["keys"] + channel + ["--root-key", third])
+        try #require(byThird.status == 0, "\(byThird.stderr)")
+        try publish("1.4.0", rows: 7)
+        let after = try run(update)
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(try sandbox.labels().count == 7)
+    }
+
+    /// A key pair `name`.key and `name`.pub, as `reseed keygen` writes them.
+    static func keyPair(_ name: String, in sandbox: ChannelSandbox) throws -> (key: String, pub: String) {
+        let directory = sandbox.directory.appending("keys")
+        let (key, pub) = (directory.appendingPathComponent("\(name).key"), directory.appendingPathComponent("\(name).pub"))
+        _ = try ChannelPrivateKey.generate(privateKeyFile: key, publicKeyFile: pub)
+        return (key.path, pub.path)
+    }
+
+    /// A root key, a channel key listed nowhere yet, and their public halves, as `reseed keygen` writes them.
+    static func keyFiles(in sandbox: ChannelSandbox) throws -> (root: String, rootPub: String, channel: String, channelPub: String) {
+        let (root, rootPub) = try keyPair("root", in: sandbox)
+        let (channel, channelPub) = try keyPair("channel", in: sandbox)
+        return (root, rootPub, channel, channelPub)
     }
 
     // MARK: Compatibility

@@ -172,6 +172,7 @@ import Testing
             ("items.sqlite-shm", "sidecar", "nextInstall", "items.sqlite"),
             (".items.sqlite.reseed-lock", "installLock", "never", "items.sqlite"),
             (".items.sqlite.reseed-update-lock", "updateLock", "never", "items.sqlite"),
+            (".items.sqlite.reseed-trust.json", "trustFloors", "never", "items.sqlite"),
             (".items.sqlite.reseed-tmp-0123456789abcdef", "temporary", "nextLaunch", "items.sqlite"),
             ("..items.sqlite.reseed-tmp-0123456789abcdef.reseed-tmp-fedcba9876543210", "temporary", "nextLaunch", "items.sqlite"),
             (".items.sqlite.reseed-download-0123456789abcdef", "download", "nextUpdate", "items.sqlite"),

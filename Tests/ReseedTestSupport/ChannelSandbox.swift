@@ -143,14 +143,16 @@ public final class ChannelSandbox {
     /// 2-core machine can hold a transfer's threads for seconds); the timeout tests pass short ones.
     public func updater(_ bundled: Seed, publicKey: ChannelPublicKey? = nil, timeout: Duration = .seconds(120),
                         manifestDeadline: Duration = .seconds(120), allowsDowngrade: Bool = false, clockSkew: Duration? = nil,
-                        now: (@Sendable () -> Date)? = nil) -> ChannelUpdater {
+                        now: (@Sendable () -> Date)? = nil, publicKeys: [ChannelPublicKey]? = nil,
+                        adjust: (inout ChannelUpdater.Configuration) -> Void = { _ in }) -> ChannelUpdater {
         var configuration = configuration()
+        adjust(&configuration)
         if let clockSkew { configuration.clockSkew = clockSkew }
         if let now { configuration.now = now }
         configuration.timeout = timeout
         configuration.manifestDeadline = manifestDeadline
         configuration.allowsDowngrade = allowsDowngrade
-        return ChannelUpdater(channel: server.url, publicKey: publicKey ?? key.publicKey, launcher: launcher(bundled), configuration: configuration)
+        return ChannelUpdater(channel: server.url, publicKeys: publicKeys ?? [publicKey ?? key.publicKey], launcher: launcher(bundled), configuration: configuration)
     }
 
     /// The labels in the store's `item` table, read through a fresh connection.
@@ -203,6 +205,27 @@ public final class ChannelSandbox {
         let signature = try key.signature(for: Data(text.utf8))
         try Data((signature.base64EncodedString() + "\n").utf8).write(to: channel.appendingPathComponent(ChannelManifest.signatureFileName))
     }
+
+    /// Every file of the channel folder, by name: what a mirror can keep and serve again later
+    /// (``restore(_:)``), as a hostile mirror replays an old snapshot of the folder.
+    public func snapshot() throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: channel.path) where !name.hasPrefix(".") {
+            files[name] = try Data(contentsOf: channel.appendingPathComponent(name))
+        }
+        return files
+    }
+
+    /// Makes the channel folder hold exactly `snapshot`'s files (a replay of an old folder).
+    public func restore(_ snapshot: [String: Data]) throws {
+        for name in try FileManager.default.contentsOfDirectory(atPath: channel.path) where !name.hasPrefix(".") && snapshot[name] == nil {
+            try FileManager.default.removeItem(at: channel.appendingPathComponent(name))
+        }
+        for (name, bytes) in snapshot { try bytes.write(to: channel.appendingPathComponent(name)) }
+    }
+
+    /// The trust floors file the updater keeps beside the store.
+    public var trustFloorsURL: URL { dataDirectory.appendingPathComponent(".items.sqlite.reseed-trust.json") }
 
     /// The channel's seed file for `version`.
     public func publishedSeed(_ version: String) -> URL {

@@ -21,8 +21,18 @@ public struct KeyedChannel {
         try ChannelKeysEditor(channel: sandbox.channel, rootKey: root ?? self.root).apply(changes)
     }
 
-    /// An updater of the app shipping `bundled`, pinning the root.
-    public func updater(_ bundled: Seed) -> ChannelUpdater { sandbox.updater(bundled, publicKey: root.publicKey) }
+    /// An updater of the app shipping `bundled`, pinning the root, its clock at `now` when given.
+    public func updater(_ bundled: Seed, now: (@Sendable () -> Date)? = nil,
+                        adjust: (inout ChannelUpdater.Configuration) -> Void = { _ in }) -> ChannelUpdater {
+        sandbox.updater(bundled, publicKey: root.publicKey, now: now, adjust: adjust)
+    }
+
+    /// Writes the root's public key file, as `reseed keygen` does, for `reseed update --public-key`.
+    public func rootPublicKeyFile() throws -> URL {
+        let file = sandbox.directory.appending("root.pub")
+        try Data(ChannelKeyFile.Kind.publicKey.line(base64: root.publicKey.base64).utf8).write(to: file)
+        return file
+    }
 
     /// The channel's `keys.json`.
     public var keysFile: URL { sandbox.channel.appendingPathComponent(ChannelKeys.fileName) }

@@ -12,7 +12,7 @@ file name:
     {"cut": {"seed.sqlite": 5000}}        send the headers and 5000 body bytes, then drop the connection
     {"stall": {"seed.sqlite": 5000}}      send the headers and 5000 body bytes, then nothing more
     {"hang": ["channel.json"]}             read the request, answer nothing, keep the connection open
-    {"status": {"channel.json": 500}}      answer with this status and a short text body
+    {"status": {"channel.json": 500}}      answer with this status and a short text body (none for 304)
     {"redirect": {"channel.json": "/b.json"}} answer 302 with this Location (and a short text body)
     {"oversize": ["channel.json"]}         stream 256 MiB of spaces, no Content-Length, until the client leaves
     {"rangeStatus": {"seed.sqlite": 416}}  answer a request with a Range header with this status
@@ -279,7 +279,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def text(self, entry, status, body):
         log(dict(entry, status=status))
-        data = body.encode()
+        # A 304 (a mirror that says "not modified" whatever changed) has no body, as HTTP requires.
+        data = b"" if status in (204, 304) else body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(data)))

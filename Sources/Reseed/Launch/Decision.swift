@@ -89,7 +89,8 @@ package enum Decision: Sendable, Hashable {
     ///
     /// Up to date: the recorded version is the offered one and the store starts with the SQLite
     /// header. A bundled seed leaves a recorded download alone unless it is newer by
-    /// ``SeedVersion``'s order (or the store is missing or not SQLite). A downloaded seed is always installed
+    /// ``SeedVersion``'s order (or the store is missing or not SQLite); with nothing recorded, a store
+    /// whose embedded version is newer than the bundle's is kept too. A downloaded seed is always installed
     /// from its verified bytes when its version is not the recorded one.
     static func decide(_ found: Found) -> Decision {
         let (version, recorded, store) = (found.version, found.recorded, found.store)
@@ -123,6 +124,12 @@ package enum Decision: Sendable, Hashable {
         case .sqlite:
             if let embedded, embedded.name == found.name, embedded.version == version {
                 return .recordVersion(reason: unrecorded)
+            }
+            // A seed newer than the bundle's can only have been downloaded: the preferences that said
+            // so are lost, but the store's own metadata says what it is, and reinstalling the bundle
+            // would undo the update (and let an older one in again).
+            if let embedded, embedded.name == found.name, SeedVersion(embedded.version).isNewer(than: SeedVersion(version)) {
+                return .keepDownloaded(version: embedded.version)
             }
             return .install(reason: unrecorded, previousVersion: embedded?.version)
         }

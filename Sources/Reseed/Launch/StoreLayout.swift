@@ -11,6 +11,7 @@ import ReseedSystem
 /// | `triage.sqlite-wal`, `-shm`, `-journal` | SQLite's sidecars | an install, before the swap (with the old store closed) |
 /// | `.triage.sqlite.reseed-lock` | the lock of launches and installs | never: a lock file stays |
 /// | `.triage.sqlite.reseed-update-lock` | the lock of channel updates | never |
+/// | `.triage.sqlite.reseed-trust.json` | what the device verified of its channel (``ChannelFloors``) | never: it survives lost preferences |
 /// | `.triage.sqlite.reseed-tmp-<16 hex>` (and a temp file of one: `..triage.sqlite.reseed-tmp-…`) | a copy an install or a build left | the next install or launch that looks |
 /// | `.triage.sqlite.reseed-download-<16 hex>[.etag]`, `-delta-<16 hex>.sqlite` | a partial download, a delta | the next update (kept to resume) |
 /// | `triage.sqlite.invalid-<time>-<8 hex>` | an unusable store kept aside | never: the app's to look at |
@@ -71,6 +72,9 @@ package struct StoreLayout: Sendable, Equatable {
     /// The lock file channel updates take, held across a download.
     var updateLock: String { ".\(storeFileName).reseed-update-lock" }
 
+    /// The channel's trust floors (``ChannelFloors``), which no lost preferences file erases.
+    var trustFloors: String { ".\(storeFileName).reseed-trust.json" }
+
     /// The prefix of the temp files Reseed makes for the file `name`: `.<name>.reseed-tmp-`.
     static func temporaryPrefix(of name: String) -> String { ".\(name).reseed-tmp-" }
 
@@ -124,7 +128,7 @@ package struct StoreLayout: Sendable, Equatable {
 
     /// What the file is: the store's kind of file, or the preferences file's (``PreferencesLayout``).
     enum Kind: String, Sendable, Encodable {
-        case store, sidecar, installLock, updateLock, temporary, download, keptAside
+        case store, sidecar, installLock, updateLock, trustFloors, temporary, download, keptAside
         case preferences, preferencesLock, corruptPreferences
 
         /// What a file of the kind is, in words.
@@ -134,6 +138,7 @@ package struct StoreLayout: Sendable, Equatable {
             case .sidecar: "SQLite's write-ahead log, shared memory or rollback journal of the database"
             case .installLock: "the lock launches, installs and live replacements take"
             case .updateLock: "the lock channel updates take, held across a download"
+            case .trustFloors: "what the device verified of its channel (the keys.json and manifest versions, the channel's name), below which nothing is taken"
             case .temporary: "a copy or a write an interrupted run left"
             case .download: "a partial download or a delta of a channel update, kept to resume"
             case .keptAside: "a database that could not be used, kept aside for the app to look at"
@@ -188,6 +193,7 @@ package struct StoreLayout: Sendable, Equatable {
         if sidecars.contains(name) { return .sidecar }
         if name == installLock { return .installLock }
         if name == updateLock { return .updateLock }
+        if name == trustFloors { return .trustFloors }
         if Self.isTemporary(name, of: storeFileName) { return .temporary }
         if name.hasPrefix(downloadPrefix) { return .download }
         if name.hasPrefix(asidePrefix) { return .keptAside }
@@ -197,7 +203,7 @@ package struct StoreLayout: Sendable, Equatable {
     /// What removes a file of `kind` beside a store, or beside a user store when `userStore`.
     static func removal(of kind: Kind, userStore: Bool) -> Removal {
         switch kind {
-        case .store, .installLock, .updateLock, .keptAside, .preferences, .preferencesLock, .corruptPreferences: .never
+        case .store, .installLock, .updateLock, .trustFloors, .keptAside, .preferences, .preferencesLock, .corruptPreferences: .never
         case .sidecar: userStore ? .never : .nextInstall
         case .temporary: .nextLaunch
         case .download: .nextUpdate

@@ -56,6 +56,12 @@ enum ChannelDecision: Sendable {
         var now: Date
         /// ``ChannelUpdater/Configuration/clockSkew``.
         var clockSkew: Duration
+        /// What the device verified of this channel before: nothing below it is taken.
+        var floors = ChannelFloors(url: "")
+        /// ``ChannelUpdater/Configuration/channelName``.
+        var channelName: String?
+        /// ``ChannelUpdater/Configuration/maximumValidity``.
+        var maximumValidity: Duration = .seconds(90 * 86_400)
 
         /// The version an offer must be newer than: the installed one, else the bundle's.
         var baseline: String { installed ?? bundled }
@@ -75,16 +81,22 @@ enum ChannelDecision: Sendable {
     /// Decides what to take of the offer `found` holds.
     ///
     /// Refused, in this order: a manifest (or, after a `304`, the one it stands for) whose
-    /// `expires` plus the clock skew has passed; a manifest without `expires` from a channel
-    /// with `keys.json`; a manifest for another store; a version not newer than the baseline
-    /// (``SeedVersion``'s order), or older than the store file's own record, unless downgrades are
-    /// allowed or root removed the key that signed the installed release. Up to date: a `304`, or
+    /// `expires` plus the clock skew has passed; after a `304`, one whose signer `keys.json` now
+    /// removes, lets expire or no longer lists; a manifest without `expires` from a channel
+    /// with `keys.json`; one issued in the future or valid longer than the maximum validity; one
+    /// of a lower format than the device verified before; one whose `keys.json` is not the one it
+    /// names; one of another channel's name; a manifest for another store; a version not newer
+    /// than the baseline (``SeedVersion``'s order), older than a manifest the device verified
+    /// before, or older than the store file's own record, unless downgrades are allowed or root
+    /// removed the key that signed the installed release. Up to date: a `304`, or
     /// the baseline offered. Otherwise the delta that starts from the installed seed's content
     /// hash, when the channel states the new one and the store holds no user tables, else the full seed.
     static func decide(_ found: Found) -> ChannelDecision {
         guard let manifest = found.manifest else {
             // A 304 does not make the manifest it stands for any younger.
             if let expires = found.recorded?.expires.flatMap(RFC3339.date), let refusal = expiry(expires, found) { return .refused(refusal) }
+            // Nor does it keep a key root removed since in standing.
+            if let keys = found.keys, let signer = found.recorded?.signedBy, let refusal = notModifiedSigner(signer, keys, found) { return .refused(refusal) }
             return .upToDate(notModified: true)
         }
         if let expires = manifest.expires {
@@ -92,6 +104,11 @@ enum ChannelDecision: Sendable {
         } else if found.keys != nil {
             return .refused(ReseedError(.invalidManifest, step: .checkManifest, field: "expires", url: found.manifestURL,
                                         message: "field \"expires\": missing; a channel with \(ChannelKeys.fileName) says when its manifest expires"))
+        }
+        if let refusal = validity(manifest, found) ?? bindingRefusal(manifest, found) { return .refused(refusal) }
+        if let refusal = nameRefusal(found.keys?.channelName ?? manifest.channel, in: ChannelManifest.fileName, pinned: found.channelName,
+                                     recorded: found.floors.channelName, url: found.manifestURL) {
+            return .refused(refusal)
         }
         guard manifest.name == found.name else {
             return .refused(ReseedError(.channelRefused, step: .checkManifest, url: found.manifestURL,
@@ -103,6 +120,11 @@ enum ChannelDecision: Sendable {
         guard downgradeAllowed || SeedVersion(manifest.version).isNewer(than: SeedVersion(baseline)) else {
             return .refused(ReseedError(.channelRefused, step: .checkManifest, url: found.manifestURL, message:
                 "the channel offers \(manifest.name) \(manifest.version), not newer than \(baseline)\(found.installed == nil ? " (bundled)" : " (installed)"); refusing a downgrade"))
+        }
+        // So is every manifest verified before, whatever became of its download.
+        if !downgradeAllowed, let floor = found.floors.manifestFloor(keys: found.keys), SeedVersion(floor).isNewer(than: SeedVersion(manifest.version)) {
+            return .refused(ReseedError(.channelRefused, step: .checkManifest, url: found.manifestURL, message:
+                "the channel offers \(manifest.name) \(manifest.version), older than \(floor) this device verified from the channel before; refusing a rollback"))
         }
         // The store's own record of its version is a floor too: the preferences may have been lost.
         if !downgradeAllowed, let embedded = found.embedded, SeedVersion(embedded).isNewer(than: SeedVersion(manifest.version)) {
@@ -125,6 +147,12 @@ enum ChannelDecision: Sendable {
         guard ChannelTrust.hasPassed(expires, now: found.now, allowance: found.clockSkew) else { return nil }
         return ReseedError(.channelExpired, step: .checkManifest, url: found.manifestURL, message:
             "the channel's \(ChannelManifest.fileName) expired at \(RFC3339.string(expires)); refusing a manifest the publisher no longer vouches for")
+    }
+
+    /// True when the decision refuses the offer.
+    var isRefused: Bool {
+        if case .refused = self { return true }
+        return false
     }
 
     /// True when the decision installs the channel's release (by its delta or in full).

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ReseedSystem
 
@@ -11,6 +12,10 @@ import ReseedSystem
 /// ```json
 /// {
 ///   "signed": {"type": "reseed-keys", "format": 1, "version": 3, "threshold": 1,
+///     "expires": "2027-06-01T00:00:00Z", "channel": "production",
+///     "roots": [
+///       {"keyid": "9b7d…", "publicKey": "…"}
+///     ],
 ///     "keys": [
 ///       {"keyid": "5f0c…", "publicKey": "q8f1yR7n0TkM4gO1QbqR3y2Gv2p3sTq6f9p2k8W0a1E=", "expires": "2027-06-01T00:00:00Z"}
 ///     ],
@@ -28,9 +33,18 @@ import ReseedSystem
 /// - `keyid` is a key's ``ChannelPublicKey/keyID``.
 /// - `version` grows by one at every change; an app refuses a version lower than the highest it
 ///   has seen (recorded in the preferences), so an old list cannot bring back a removed key.
-/// - `threshold`: how many distinct pinned root keys must have signed. This Reseed writes 1 and
-///   one signature; `signatures` is a list so that k of n can come without a new format.
-/// - Members this Reseed does not know are ignored; `format` above ``currentFormat`` is refused.
+/// - `threshold`: how many distinct root keys must have signed: of the roots the device trusts now
+///   (the pinned ones, or those a verified `keys.json` listed under `roots`), and of the file's own
+///   `roots` when it lists them. One root alone can never lower a threshold: a new file needs the
+///   threshold the device trusts now.
+/// - `expires` (optional in files written before it came): after it, plus the clock skew, the
+///   file is refused, so a mirror cannot freeze it; `reseed keys --valid-for` re-signs it.
+/// - `channel` (optional): the channel's name, which `reseed publish` copies into `channel.json`;
+///   an app pins it or records the first one it verifies (see <doc:ChannelTrust>).
+/// - `roots` (optional): the root keys from this version on (a root rotation, signed by the
+///   threshold of the old roots and of the new ones).
+/// - A member named twice in one object is refused; members this Reseed does not know are
+///   ignored; `format` above ``currentFormat`` is refused.
 public struct ChannelKeys: Sendable, Hashable {
     /// The file's name in the channel folder.
     public static let fileName = "keys.json"
@@ -80,21 +94,44 @@ public struct ChannelKeys: Sendable, Hashable {
     public var keys: [Key]
     /// The keys root removed: a manifest one of them signed is refused.
     public var revoked: [ChannelPublicKey]
+    /// When the file stops being valid; nil in a file written before keys.json expired.
+    public var expires: Date?
+    /// The channel's name, when the root named it.
+    public var channelName: String?
+    /// The root keys from this version on, when the file lists them (a root rotation); empty: the
+    /// roots the device trusts stay.
+    public var roots: [ChannelPublicKey]
     /// The root signatures.
     public var signatures: [Signature]
     /// The exact bytes of the `signed` value in the file: what the signatures cover.
     public var signedBytes: [UInt8]
+    /// The lowercase hex SHA-256 of the whole file as read (what `channel.json` names it by); empty
+    /// for a file not read from bytes.
+    public var sha256 = ""
+
+    /// The longest channel name.
+    public static let maximumChannelNameLength = 64
 
     /// A keys file from its fields (for a publisher, which encodes and signs it).
     public init(version: Int64, threshold: Int = 1, keys: [Key], revoked: [ChannelPublicKey],
+                expires: Date? = nil, channelName: String? = nil, roots: [ChannelPublicKey] = [],
                 signatures: [Signature] = [], signedBytes: [UInt8] = []) {
         self.format = Self.currentFormat
         self.version = version
         self.threshold = threshold
         self.keys = keys
         self.revoked = revoked
+        self.expires = expires
+        self.channelName = channelName
+        self.roots = roots
         self.signatures = signatures
         self.signedBytes = signedBytes
+    }
+
+    /// True when `name` may name a channel: 1 to ``maximumChannelNameLength`` letters, digits, `.`, `_` or `-`.
+    public static func isValidChannelName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= maximumChannelNameLength
+            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0)) }
     }
 
     /// The listed channel key with `keyID`, if any.
@@ -105,13 +142,18 @@ public struct ChannelKeys: Sendable, Hashable {
 
     /// True when at least ``threshold`` distinct keys of `rootKeys` signed ``signedBytes``.
     public func isSigned(byRootKeys rootKeys: [ChannelPublicKey]) -> Bool {
+        signerCount(among: rootKeys) >= threshold
+    }
+
+    /// How many distinct keys of `rootKeys` signed ``signedBytes``.
+    public func signerCount(among rootKeys: [ChannelPublicKey]) -> Int {
         let message = Data(signedBytes)
         var signers = Set<String>()
         for root in rootKeys {
             let id = root.keyID
             if signatures.contains(where: { $0.keyID == id && root.isValidSignature($0.signature, for: message) }) { signers.insert(id) }
         }
-        return signers.count >= threshold
+        return signers.count
     }
 
     /// Checks and decodes the bytes of a keys file (its signatures are checked apart, with
@@ -130,6 +172,7 @@ public struct ChannelKeys: Sendable, Hashable {
         }
         let top = ManifestFields(root: root, path: source, step: .checkKeys)
         guard case .object = root.value else { throw top.invalid(nil, "\(fileName) is \(root.kindName), not a JSON object") }
+        try top.refuseRepeatedMembers(in: fileName)
         let signedNode = try top.node("signed")
         guard case .object = signedNode.value else { throw top.invalid("signed", "expected an object, found \(signedNode.kindName)") }
         let signed = ManifestFields(root: signedNode, path: source, step: .checkKeys, prefix: "signed.")
@@ -150,6 +193,22 @@ public struct ChannelKeys: Sendable, Hashable {
         let revoked = try elements(of: signed, "revoked", at: maximumRevoked) { entry throws(ReseedError) in
             try publicKey(entry, seen: &seen)
         }
+        let expires = signedNode["expires"] == nil ? nil : try signed.date("expires")
+        var channelName: String?
+        if signedNode["channel"] != nil {
+            let name = try signed.string("channel")
+            guard isValidChannelName(name) else {
+                throw signed.invalid("channel", "\(JSONNode.quote(name)) is not a channel name (1-\(maximumChannelNameLength) letters, digits, '.', '_' or '-')")
+            }
+            channelName = name
+        }
+        var seenRoots = Set<String>()
+        let roots = signedNode["roots"] == nil ? [] : try elements(of: signed, "roots", at: maximumSignatures) { entry throws(ReseedError) in
+            try publicKey(entry, seen: &seenRoots)
+        }
+        guard roots.isEmpty || Int(threshold) <= roots.count else {
+            throw signed.invalid("threshold", "\(threshold) root signatures, but the file lists \(roots.count) roots")
+        }
         let signatures = try elements(of: top, "signatures", at: maximumSignatures) { entry throws(ReseedError) in
             let keyID = try entry.string("keyid")
             guard SeedManifest.isSHA256(keyID) else { throw entry.invalid("keyid", "a key id is 64 lowercase hex digits") }
@@ -159,14 +218,11 @@ public struct ChannelKeys: Sendable, Hashable {
             }
             return Signature(keyID: keyID, signature: signature)
         }
-        return ChannelKeys(format: Int(format), version: version, threshold: Int(threshold), keys: keys, revoked: revoked,
-                           signatures: signatures, signedBytes: Array(bytes[signedNode.range]))
-    }
-
-    private init(format: Int, version: Int64, threshold: Int, keys: [Key], revoked: [ChannelPublicKey],
-                 signatures: [Signature], signedBytes: [UInt8]) {
-        self.init(version: version, threshold: threshold, keys: keys, revoked: revoked, signatures: signatures, signedBytes: signedBytes)
-        self.format = format
+        var decoded = ChannelKeys(version: version, threshold: Int(threshold), keys: keys, revoked: revoked, expires: expires,
+                                  channelName: channelName, roots: roots, signatures: signatures, signedBytes: Array(bytes[signedNode.range]))
+        decoded.format = Int(format)
+        decoded.sha256 = SHA256.hash(data: bytes).hexString
+        return decoded
     }
 
     /// The key of an entry `{"keyid", "publicKey"}`; its id must match it and not be seen before.

@@ -59,10 +59,28 @@ import ReseedSystem
 /// a newer release for longer than that. Publishers re-sign on a schedule (see
 /// <doc:UpdatingFromAChannel>). A manifest without it, from an older publisher, is accepted only
 /// from a channel without `keys.json` (see ``ChannelKeys``).
+///
+/// Format 3 adds, after `expires`, three members a device checks and an older reader ignores:
+///
+/// ```json
+///   "issued": "2026-11-01T00:00:00Z",
+///   "channel": "production",
+///   "keys": {"version": 3, "sha256": "4e1f…"}
+/// ```
+///
+/// - `issued`: when it was signed. A device refuses a manifest issued in its future (beyond the
+///   clock skew), and one whose `expires − issued` passes its
+///   ``ChannelUpdater/Configuration/maximumValidity``; a format-3 manifest must have both times.
+/// - `channel`: the channel's name, copied from `keys.json` (``ChannelKeys/channelName``).
+/// - `keys`: the version and SHA-256 of the `keys.json` it was published under: a device refuses a
+///   `keys.json` older than that (a stale copy), or of that version with other bytes.
+///
+/// A member named twice in one object is refused. Once a device has verified a manifest of some
+/// format from a channel, it refuses a lower format from it.
 @dynamicMemberLookup
 public struct ChannelManifest: Sendable, Hashable {
     /// The channel format this version of Reseed writes, and the newest it reads.
-    public static let currentFormat = 2
+    public static let currentFormat = 3
     /// The manifest's file name in the channel folder.
     public static let fileName = "channel.json"
     /// The signature's file name in the channel folder: the base64 of the 64-byte Ed25519 signature, one line.
@@ -131,6 +149,23 @@ public struct ChannelManifest: Sendable, Hashable {
     public var deltas: [Delta]
     /// When the manifest stops being valid; nil in a manifest from a publisher older than channel trust.
     public var expires: Date?
+    /// When the manifest was signed (format 3).
+    public var issued: Date?
+    /// The channel's name, as `keys.json` states it (format 3).
+    public var channel: String?
+    /// The `keys.json` the manifest was published under (format 3); nil for a channel without one.
+    public var keys: KeysReference?
+
+    /// The `keys.json` a manifest was published under: its version and the SHA-256 of its bytes.
+    public struct KeysReference: Sendable, Hashable {
+        public var version: Int64
+        public var sha256: String
+
+        public init(version: Int64, sha256: String) {
+            self.version = version
+            self.sha256 = sha256
+        }
+    }
 
     /// The channel manifest of `seed`, published under the file name `file`.
     package init(seed: SeedManifest, file: String) {
@@ -202,6 +237,7 @@ public struct ChannelManifest: Sendable, Hashable {
         }
         let fields = ManifestFields(root: root, path: source, step: .checkManifest)
         guard case .object = root.value else { throw fields.invalid(nil, "channel manifest is \(root.kindName), not a JSON object") }
+        try fields.refuseRepeatedMembers(in: fileName)
         let format = try fields.integer("format", in: 1...Int64(Int32.max))
         let minimumFormat = try fields.integer("minimumFormat", in: 1...format)
         guard minimumFormat <= Int64(currentFormat) else {
@@ -235,9 +271,27 @@ public struct ChannelManifest: Sendable, Hashable {
                 }
             }
         }
-        let expires = root["expires"] == nil ? nil : try fields.date("expires")
-        return ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts,
-                               contentHash: contentHash, incrementalContentHash: incrementalContentHash, compressed: compressed, deltas: deltas, expires: expires)
+        // From format 3 on, a manifest says when it was issued and when it expires.
+        let expires = root["expires"] == nil && format < 3 ? nil : try fields.date("expires")
+        let issued = root["issued"] == nil && format < 3 ? nil : try fields.date("issued")
+        var channel: String?
+        if root["channel"] != nil {
+            let name = try fields.string("channel")
+            guard ChannelKeys.isValidChannelName(name) else { throw fields.invalid("channel", "\(JSONNode.quote(name)) is not a channel name") }
+            channel = name
+        }
+        var keys: KeysReference?
+        if let node = root["keys"] {
+            guard case .object = node.value else { throw fields.invalid("keys", "expected an object, found \(node.kindName)") }
+            let entry = ManifestFields(root: node, path: source, step: .checkManifest, prefix: "keys.")
+            let version = try entry.integer("version", in: 1...Int64(Int32.max))
+            guard let sha256 = try entry.optionalSHA256("sha256") else { throw entry.invalid("sha256", "missing") }
+            keys = KeysReference(version: version, sha256: sha256)
+        }
+        var manifest = ChannelManifest(format: Int(format), minimumFormat: Int(minimumFormat), facts: facts,
+                                       contentHash: contentHash, incrementalContentHash: incrementalContentHash, compressed: compressed, deltas: deltas, expires: expires)
+        (manifest.issued, manifest.channel, manifest.keys) = (issued, channel, keys)
+        return manifest
     }
 
     /// A ``File`` object at `field`; nil when its encoding is one this Reseed does not read.

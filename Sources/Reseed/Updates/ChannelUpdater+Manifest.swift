@@ -17,6 +17,13 @@ struct SignedManifest: Sendable {
     var signer: String
 }
 
+/// What one check of a channel verified: the signed manifest (nil after a `304`) and the keys that
+/// may sign it (nil after a `304` from a channel without `keys.json`).
+struct ChannelOffer: Sendable {
+    var manifest: SignedManifest?
+    var trust: ChannelTrust?
+}
+
 /// What the preferences keep of the last check of a channel, under the store's entry:
 /// `"channel": {"url": …, "etag": …, "lastModified": …, "version": …, "signedBy": …, "expires": …, "keysVersion": 3}`.
 ///
@@ -81,25 +88,39 @@ extension ChannelUpdater {
     static let maximumSignatureSize = 1024
 
     /// Fetches `channel.json` (conditionally, when `conditional` is given) and its signature, then
-    /// the channel's `keys.json` (``fetchTrust(recorded:)``), and finds the key that signed the
+    /// the channel's `keys.json` (``fetchTrust(recorded:floors:)``), and finds the key that signed the
     /// manifest (see ``ChannelTrust``); a pair that does not verify is fetched once more,
     /// unconditionally, since a publish replaces the signature just before the manifest.
     ///
-    /// - Returns: nil when the channel answered `304 Not Modified`: one request, as before channel trust.
-    func fetchSignedManifest(conditional: ChannelValidators?, recorded: ChannelValidators?)
-        async throws(ReseedError) -> (manifest: SignedManifest, trust: ChannelTrust)?
+    /// - Returns: no manifest when the channel answered `304 Not Modified`; then `keys.json` too when
+    ///   this device has seen one from the channel, so that the signer of what the `304` stands for is
+    ///   checked again (a `304` never skips the key check).
+    ///
+    /// `verified` hears of a `keys.json` the moment it verifies, before `channel.json` is checked with it.
+    func fetchSignedManifest(conditional: ChannelValidators?, recorded: ChannelValidators?, floors: ChannelFloors,
+                             verified: (ChannelKeys) async throws(ReseedError) -> Void)
+        async throws(ReseedError) -> ChannelOffer
     {
         var refusal: ReseedError?
         var trust: ChannelTrust?
+        func fetchKeys() async throws(ReseedError) -> ChannelTrust {
+            let fetched = try await fetchTrust(recorded: recorded, floors: floors)
+            if let keys = fetched.keys { try await verified(keys) }
+            return fetched
+        }
         for attempt in 1...2 {
-            guard let pair = try await fetchPair(conditional: attempt == 1 ? conditional : nil) else { return nil }
+            guard let pair = try await fetchPair(conditional: attempt == 1 ? conditional : nil) else {
+                let seenKeys = floors.keysVersion ?? (recorded?.url == channelURL.absoluteString ? recorded?.keysVersion : nil)
+                return ChannelOffer(manifest: nil, trust: seenKeys == nil ? nil : try await fetchKeys())
+            }
             let trusted: ChannelTrust
-            if let trust { trusted = trust } else { trusted = try await fetchTrust(recorded: recorded) }
+            if let trust { trusted = trust } else { trusted = try await fetchKeys() }
             trust = trusted
             switch trusted.signer(of: pair.manifest, signature: pair.signature, url: pair.url, allowance: configuration.clockSkew) {
             case .success(let signer):
                 let manifest = try ChannelManifest.decode(pair.manifest, source: pair.url.absoluteString)
-                return (SignedManifest(manifest: manifest, url: pair.url, etag: pair.etag, lastModified: pair.lastModified, signer: signer), trusted)
+                return ChannelOffer(manifest: SignedManifest(manifest: manifest, url: pair.url, etag: pair.etag, lastModified: pair.lastModified, signer: signer),
+                                    trust: trusted)
             case .failure(let error):
                 refusal = error
             }

@@ -53,11 +53,11 @@ struct ChannelTrust: Sendable {
 }
 
 extension ChannelUpdater {
-    /// Fetches and checks the channel's `keys.json`: at most 64 KiB, signed by the pinned root keys
-    /// (as many as its threshold), not older than the highest version `recorded` for this channel.
-    /// A channel without one (`404`) is trusted through the pinned keys alone, unless this store has
-    /// seen a `keys.json` from it.
-    func fetchTrust(recorded: ChannelValidators?) async throws(ReseedError) -> ChannelTrust {
+    /// Fetches and checks the channel's `keys.json`: at most 64 KiB, signed by the roots this device
+    /// trusts (``checkRoots(_:floors:url:)``), unexpired, of the channel's name, not older than the
+    /// highest version `recorded` or kept in `floors` for this channel. A channel without one (`404`)
+    /// is trusted through the pinned keys alone, unless this store has seen a `keys.json` from it.
+    func fetchTrust(recorded: ChannelValidators?, floors: ChannelFloors) async throws(ReseedError) -> ChannelTrust {
         let url = channelURL.appendingPathComponent(ChannelKeys.fileName)
         let limit = ChannelKeys.maximumFileSize
         let buffer = BodyBuffer(limit: limit, url: url, notModifiedAllowed: false, missingAllowed: true) { size, read in
@@ -69,7 +69,8 @@ extension ChannelUpdater {
         _ = try await transfer.get(url, headers: [:], step: .fetchManifest,
                                    onResponse: { head throws(ReseedError) in try buffer.begin(head) },
                                    onData: { data throws(ReseedError) in try buffer.append(data) })
-        let highest = recorded?.url == channelURL.absoluteString ? recorded?.keysVersion : nil
+        let preferred = recorded?.url == channelURL.absoluteString ? recorded?.keysVersion : nil
+        let highest = [preferred, floors.keysVersion].compactMap { $0 }.max()
         let now = configuration.now()
         if buffer.isMissing {
             if let highest {
@@ -79,15 +80,45 @@ extension ChannelUpdater {
             return ChannelTrust(keys: nil, pinned: publicKeys, now: now)
         }
         let keys = try ChannelKeys.decode(buffer.bytes, source: url.absoluteString)
-        guard keys.isSigned(byRootKeys: publicKeys) else {
-            throw ReseedError(.signature, step: .checkKeys, url: url, message: keys.threshold == 1
-                ? "\(ChannelKeys.fileName) is not signed by a root key the app pins: it was changed, or another key signed it"
-                : "\(ChannelKeys.fileName) is not signed by \(keys.threshold) root keys the app pins: it was changed, or other keys signed it")
-        }
+        try checkRoots(keys, floors: floors, url: url)
         if let highest, keys.version < highest {
             throw ReseedError(.channelRefused, step: .checkKeys, url: url, message:
                 "\(ChannelKeys.fileName) is version \(keys.version), older than version \(highest) this store has seen; refusing a rollback of the channel's keys")
         }
+        if let expires = keys.expires, ChannelTrust.hasPassed(expires, now: now, allowance: configuration.clockSkew) {
+            throw ReseedError(.channelExpired, step: .checkKeys, url: url, message:
+                "\(ChannelKeys.fileName) (version \(keys.version)) expired at \(RFC3339.string(expires)); refusing keys the channel's root no longer vouches for")
+        }
+        if let refusal = ChannelDecision.nameRefusal(keys.channelName, in: ChannelKeys.fileName, pinned: configuration.channelName,
+                                                     recorded: floors.channelName, url: url) {
+            throw refusal
+        }
         return ChannelTrust(keys: keys, pinned: publicKeys, now: now)
+    }
+
+    /// Checks that `keys` is signed by the roots this device trusts now: the threshold of the last
+    /// verified `keys.json` (at least ``Configuration/minimumThreshold``) of the pinned roots, or of
+    /// the roots a verified `keys.json` rotated to. A file that lists other roots (a rotation) must
+    /// also be signed by its own threshold of them; one that does not, by its own threshold of the
+    /// trusted ones. So one root alone never lowers a threshold.
+    func checkRoots(_ keys: ChannelKeys, floors: ChannelFloors, url: URL) throws(ReseedError) {
+        let minimum = configuration.minimumThreshold
+        guard keys.threshold >= minimum else {
+            throw ReseedError(.signature, step: .checkKeys, url: url, message:
+                "\(ChannelKeys.fileName) (version \(keys.version)) asks for \(keys.threshold) root signature\(keys.threshold == 1 ? "" : "s"); this app requires at least \(minimum)")
+        }
+        let trusted = floors.roots.isEmpty ? publicKeys : floors.roots
+        let rotating = !keys.roots.isEmpty && Set(keys.roots.map(\.keyID)) != Set(trusted.map(\.keyID))
+        let required = max(floors.threshold ?? 1, minimum, rotating ? 1 : keys.threshold)
+        let signers = keys.signerCount(among: trusted)
+        guard signers >= required else {
+            throw ReseedError(.signature, step: .checkKeys, url: url, message: required == 1 && floors.roots.isEmpty
+                ? "\(ChannelKeys.fileName) is not signed by a root key the app pins: it was changed, or another key signed it"
+                : "\(ChannelKeys.fileName) (version \(keys.version)) is signed by \(signers) of the root keys this device trusts; it needs \(required): it was changed, or fewer roots signed it")
+        }
+        if rotating, keys.signerCount(among: keys.roots) < keys.threshold {
+            throw ReseedError(.signature, step: .checkKeys, url: url, message:
+                "\(ChannelKeys.fileName) (version \(keys.version)) moves to new root keys but is not signed by \(keys.threshold) of them; refusing a rotation the new roots did not sign")
+        }
     }
 }

@@ -9,16 +9,23 @@ import ReseedSystem
 /// 1. fetches `channel.json` with a conditional request (`If-None-Match` /
 ///    `If-Modified-Since` from the last check, kept in the preferences under the store's
 ///    entry), so an unchanged channel costs one small `304`;
-/// 2. fetches `keys.json` and checks it is signed by a pinned root key and not older than the
-///    one seen before (a channel without it is trusted through the pinned keys alone; see
-///    <doc:ChannelTrust>); refuses a manifest over 64 KiB (it stops reading there), one whose signature
-///    `channel.json.sig` does not verify with a listed, unexpired channel key (after reading the pair
-///    once more, in case a publish was halfway), one signed by a key root removed, one whose
-///    `expires` has passed, one for another store, one that needs a newer
-///    Reseed, and one that is not newer (``SeedVersion``'s order) than the installed seed, or older
-///    than the version the store file itself records (its `reseed_metadata` table: a floor that
-///    survives lost preferences), unless ``Configuration/allowsDowngrade`` or root removed the key
-///    that signed the installed release (``Outcome/revokedKeyID``);
+/// 2. fetches `channel.json.sig`, then `keys.json` (after a `304` too, once the channel has one, to
+///    check again the key that signed what the `304` stands for), and checks `keys.json` is signed by
+///    the threshold of the root keys the device trusts (the pinned ones, or those a verified
+///    `keys.json` rotated to), is not older than one seen, has not expired and names the channel
+///    ``Configuration/channelName`` (or the first name verified there; a channel without `keys.json`
+///    is trusted through the pinned keys alone; see <doc:ChannelTrust>); refuses a manifest over
+///    64 KiB (it stops reading there), one whose signature `channel.json.sig` does not verify with a
+///    listed, unexpired channel key (after reading the pair once more, in case a publish was halfway),
+///    one signed by a key root removed, one that names a member twice, one whose `expires` has passed,
+///    one issued in the future or valid longer than ``Configuration/maximumValidity``, one of a lower
+///    format than verified before, one that does not name the `keys.json` served beside it, one for
+///    another store or channel, one that needs a newer Reseed, and one that is not newer
+///    (``SeedVersion``'s order) than the installed seed, or older than a manifest verified from the
+///    channel before, or than the version the store file itself records (its `reseed_metadata`
+///    table), unless ``Configuration/allowsDowngrade`` or root removed the key that signed the
+///    installed release (``Outcome/revokedKeyID``); what verified is written beside the store
+///    (`.<name>.sqlite.reseed-trust.json`) before anything is downloaded, and is a floor from then on;
 /// 3. downloads the seed into the data directory, resuming a partial file left by a broken
 ///    try (`Range`, `If-Range`), never reading more than the manifest's size, and checks its
 ///    size and SHA-256;
@@ -67,6 +74,17 @@ public struct ChannelUpdater: Sendable {
         /// How far behind the device's clock may be: a manifest, or a channel key, is refused only
         /// once its expiry plus this allowance has passed. Default 5 minutes.
         public var clockSkew: Duration = .seconds(300)
+        /// The longest a manifest may stay valid: a `channel.json` whose `expires` is further than this
+        /// from its `issued` (or, for one without `issued`, from now) is refused, so a signer alone cannot
+        /// make a manifest outlive its key. Default 90 days.
+        public var maximumValidity: Duration = .seconds(90 * 86_400)
+        /// The channel's name the app expects: `keys.json`'s `channel` (`reseed keys --channel-name`),
+        /// copied into `channel.json`. Default nil: the first name verified from the channel is kept
+        /// (beside the store, see <doc:ChannelTrust>) and another one refused afterwards.
+        public var channelName: String?
+        /// The fewest root signatures a `keys.json` must carry (its `threshold` and the signatures
+        /// themselves), whatever the file says. Default 1.
+        public var minimumThreshold = 1
         /// The wall clock expiry is checked against (a manifest's `expires`, a channel key's). Default
         /// the system's; a test hands in a fixed or advancing one instead of waiting.
         ///
@@ -227,15 +245,25 @@ public struct ChannelUpdater: Sendable {
 
         // What the channel's preferences say of the installed release (nil once the store changed otherwise).
         let recorded = context.validators.flatMap { $0.url == channelURL.absoluteString && $0.version == context.installed ? $0 : nil }
-        let signed = try await fetchSignedManifest(conditional: recorded, recorded: context.validators)
-        let found = ChannelDecision.Found(
-            name: context.name, manifest: signed?.manifest.manifest, manifestURL: channelURL.appendingPathComponent(ChannelManifest.fileName),
-            recorded: recorded, keys: signed?.trust.keys, installed: context.installed, bundled: context.bundled, embedded: context.embedded,
+        // Persist on verify: keys.json is kept the moment it verifies, whatever becomes of channel.json.
+        var kept = context.floors
+        let offer = try await fetchSignedManifest(conditional: recorded, recorded: context.validators, floors: context.floors) { keys throws(ReseedError) in
+            kept = try await keep(kept.raised(by: keys), over: kept, in: context)
+        }
+        var found = ChannelDecision.Found(
+            name: context.name, manifest: offer.manifest?.manifest, manifestURL: channelURL.appendingPathComponent(ChannelManifest.fileName),
+            recorded: recorded, keys: offer.trust?.keys, installed: context.installed, bundled: context.bundled, embedded: context.embedded,
             storePath: context.storeURL.path, contentHash: context.contentHash,
             mayHoldUserTables: context.configuration.userStore.map { context.userStore != $0.name } ?? false,
             allowsDowngrade: configuration.allowsDowngrade, now: configuration.now(), clockSkew: configuration.clockSkew)
+        found.floors = context.floors
+        found.channelName = configuration.channelName
+        found.maximumValidity = configuration.maximumValidity
         let decision = ChannelDecision.decide(found)
+        // And so is the manifest, before anything is downloaded (or the offer refused).
+        kept = try await keep(kept.raised(verifying: offer, decision: decision), over: kept, in: context)
         if case .refused(let error) = decision { throw error }
+        let signed = offer.manifest.flatMap { manifest in offer.trust.map { (manifest, $0) } }
         let baseline = found.baseline
         var outcome = Outcome(
             action: .upToDate, name: context.name, version: baseline, previousVersion: context.installed,
@@ -327,6 +355,14 @@ public struct ChannelUpdater: Sendable {
         return outcome
     }
 
+    /// Writes `floors` beside the store when they differ from `current` (what the file holds); returns them.
+    private func keep(_ floors: ChannelFloors, over current: ChannelFloors, in context: Context) async throws(ReseedError) -> ChannelFloors {
+        if floors != current {
+            try await offload { () throws(ReseedError) in try floors.write(store: context.name, in: context.directory) }
+        }
+        return floors
+    }
+
     /// Installs what `request` says through the install pipeline: held by the live store (its
     /// replace), or a closed store's. The install refuses to go on when another process changed the
     /// recorded version since the update read it (``InstallPipeline/Request/expecting``).
@@ -361,6 +397,8 @@ public struct ChannelUpdater: Sendable {
         /// and not open in a ``LiveStore`` (whose version is ``installed``).
         var embedded: String?
         var validators: ChannelValidators?
+        /// What the device verified of this channel before (``ChannelFloors``).
+        var floors: ChannelFloors
         /// The installed seed's content hash, as its install recorded it.
         var contentHash: String?
         /// The user store the preferences say the store file was installed for (it then holds no user tables).
@@ -410,7 +448,7 @@ public struct ChannelUpdater: Sendable {
         }
         return Context(
             data: data, configuration: facts.launcher.configuration, userStoreURL: facts.launcher.userStoreURL, name: name, installed: facts.live ?? entry?.version, bundled: facts.bundled, embedded: embedded,
-            validators: entry?.channel,
+            validators: entry?.channel, floors: ChannelFloors.read(store: name, url: channelURL.absoluteString, pinned: publicKeys, in: directory),
             contentHash: entry?.contentHash, userStore: entry?.userStore,
             directory: directory, lock: lock,
             storeURL: URL(fileURLWithPath: storePath, isDirectory: false))

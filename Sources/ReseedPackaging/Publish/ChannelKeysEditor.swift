@@ -12,6 +12,11 @@ import ReseedSystem
 /// standing (the next release signed by a valid key installs even if its version is lower). A
 /// removed key is never listed again.
 ///
+/// Every write also signs the file's own `expires` (``expires``, default a year from now: a run
+/// with no change re-signs it and changes nothing else), the channel's name (``channelName``: set
+/// once, changed only with ``renamesChannel``), and, with ``rootRotation``, the new root keys and
+/// threshold, signed by the old roots and the new ones (``additionalRootKeys``).
+///
 /// ```swift
 /// let editor = ChannelKeysEditor(channel: URL(filePath: "site/triage"), rootKey: try ChannelPrivateKey(contentsOf: rootFile))
 /// let keys = try editor.apply([.add(try ChannelPublicKey(contentsOf: channelPub), expires: .now.addingTimeInterval(365 * 86_400))])
@@ -30,6 +35,20 @@ public struct ChannelKeysEditor: Sendable {
     public var channel: URL
     /// The root key that signs `keys.json`: its public half is pinned in the app.
     public var rootKey: ChannelPrivateKey
+    /// More root keys that sign too, for a threshold above 1 or a root rotation. Default none.
+    public var additionalRootKeys: [ChannelPrivateKey] = []
+    /// When the written `keys.json` expires. Default nil: a year from the write.
+    public var expires: Date?
+    /// The channel's name to sign in. Default nil: the current file's name stays.
+    public var channelName: String?
+    /// Whether ``channelName`` may replace a name the file has already. Default false: apps that
+    /// recorded the old name would refuse the channel.
+    public var renamesChannel = false
+    /// The root signatures a device must find from now on. Default nil: the current file's (1 for a new one).
+    public var threshold: Int?
+    /// The root keys devices trust from this version on (a rotation), when set: the file lists them,
+    /// and is signed by the current roots and by ``threshold`` of these. Default nil: no rotation.
+    public var rootRotation: [ChannelPublicKey]?
     /// How long to wait for a publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
     /// The seam every file action goes through.
@@ -78,8 +97,9 @@ public struct ChannelKeysEditor: Sendable {
         // What a run killed while writing left.
         _ = try packaging(.publish, path: path) { try directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: ChannelKeys.fileName) } }
         var keys = ChannelKeys(version: 0, keys: [], revoked: [])
+        let signing = [rootKey] + additionalRootKeys
         if let current = try ChannelPublisher.readKeys(in: directory, step: .publish) {
-            guard current.isSigned(byRootKeys: [rootKey.publicKey]) else {
+            guard current.signerCount(among: signing.map(\.publicKey)) > 0 else {
                 throw PackagingError(.invalidArgument, step: .publish, path: path, message:
                     "\(ChannelKeys.fileName) is not signed by this root key (\(rootKey.publicKey.keyID.prefix(16))); it was changed, or another root key signed it",
                     advice: "give the root key whose public key the app pins")
@@ -109,11 +129,23 @@ public struct ChannelKeysEditor: Sendable {
             throw PackagingError(.invalidArgument, step: .publish, path: path, message:
                 "\(ChannelKeys.fileName) would list \(keys.keys.count) keys and \(keys.revoked.count) removed ones; at most \(ChannelKeys.maximumKeys) and \(ChannelKeys.maximumRevoked)")
         }
+        try rename(&keys, path: path)
         keys.version += 1
-        keys.threshold = 1
+        keys.threshold = threshold ?? keys.threshold
+        if let rootRotation { keys.roots = rootRotation }
+        let roots = keys.roots.isEmpty ? signing.map(\.publicKey) : keys.roots
+        guard (1...max(1, roots.count)).contains(keys.threshold), keys.threshold <= ChannelKeys.maximumSignatures else {
+            throw PackagingError(.invalidArgument, step: .publish, path: path, message:
+                "a threshold of \(keys.threshold) root signatures cannot be met by the \(roots.count) root keys \(keys.roots.isEmpty ? "given" : "listed")")
+        }
+        keys.expires = expires ?? Date().addingTimeInterval(365 * 86_400)
         let signed = keys.encodedSigned()
         keys.signedBytes = Array(signed.utf8)
-        keys.signatures = [ChannelKeys.Signature(keyID: rootKey.publicKey.keyID, signature: try rootKey.signature(for: Data(keys.signedBytes)))]
+        var signatures: [ChannelKeys.Signature] = []
+        for key in signing where !signatures.contains(where: { $0.keyID == key.publicKey.keyID }) {
+            signatures.append(ChannelKeys.Signature(keyID: key.publicKey.keyID, signature: try key.signature(for: Data(keys.signedBytes))))
+        }
+        keys.signatures = signatures
         let bytes = Array(keys.encoded(signed: signed).utf8)
         try packaging(.publish, path: path) {
             try directory.replaceAtomically(ChannelKeys.fileName, with: bytes, through: StoreLayout.temporaryName(of: ChannelKeys.fileName))
@@ -123,6 +155,21 @@ public struct ChannelKeysEditor: Sendable {
 }
 
 extension ChannelKeysEditor {
+    /// Sets ``channelName`` in `keys`, refusing to replace another name unless ``renamesChannel``.
+    private func rename(_ keys: inout ChannelKeys, path: String) throws(PackagingError) {
+        guard let channelName, channelName != keys.channelName else { return }
+        guard ChannelKeys.isValidChannelName(channelName) else {
+            throw PackagingError(.invalidArgument, step: .publish, path: path, message:
+                "'\(channelName)' is not a channel name: 1-\(ChannelKeys.maximumChannelNameLength) letters, digits, '.', '_' or '-'")
+        }
+        if let current = keys.channelName, !renamesChannel {
+            throw PackagingError(.invalidArgument, step: .publish, path: path, message:
+                "\(ChannelKeys.fileName) names the channel '\(current)'; apps that verified that name refuse another one, so nothing was written",
+                advice: "give --rename-channel to rename it anyway")
+        }
+        keys.channelName = channelName
+    }
+
     /// Refuses a key both added and removed, and a key that is the private half of a key this
     /// channel knows (the root key, a listed or a removed channel key): a bare base64 line cannot say
     /// which kind it holds, but a private key is recognised by the public key it derives.
@@ -161,8 +208,14 @@ extension ChannelKeys {
             "      {\"keyid\": \(JSONNode.quote(key.keyID)), \"publicKey\": \(JSONNode.quote(key.base64))}"
         }
         func array(_ lines: [String]) -> String { lines.isEmpty ? "[]" : "[\n" + lines.joined(separator: ",\n") + "\n    ]" }
-        return "{\"type\": \(JSONNode.quote(Self.type)), \"format\": \(Self.currentFormat), \"version\": \(version), \"threshold\": \(threshold),\n"
-            + "    \"keys\": \(array(listed)),\n    \"revoked\": \(array(removed))}"
+        var head = "{\"type\": \(JSONNode.quote(Self.type)), \"format\": \(Self.currentFormat), \"version\": \(version), \"threshold\": \(threshold)"
+        if let expires { head += ", \"expires\": \(JSONNode.quote(RFC3339.string(expires)))" }
+        if let channelName { head += ", \"channel\": \(JSONNode.quote(channelName))" }
+        if !roots.isEmpty {
+            let lines = roots.map { "      {\"keyid\": \(JSONNode.quote($0.keyID)), \"publicKey\": \(JSONNode.quote($0.base64))}" }
+            head += ",\n    \"roots\": \(array(lines))"
+        }
+        return head + ",\n    \"keys\": \(array(listed)),\n    \"revoked\": \(array(removed))}"
     }
 
     /// The whole file around the `signed` text its signatures cover.

@@ -5,7 +5,7 @@ import ReseedSystem
 extension ChannelManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
     ///
-    /// The format-2 keys (`contentHash`, `compressed`, `deltas`) come after the seed's facts, each only when there is one; then `expires`.
+    /// The format-2 keys (`contentHash`, `compressed`, `deltas`) come after the seed's facts, each only when there is one; then `expires`, and the format-3 `issued`, `channel` and `keys`.
     public func encoded() -> Data {
         var lines = ["  \"format\": \(format)", "  \"minimumFormat\": \(minimumFormat)"] + facts.jsonLines
         if let contentHash { lines.append("  \"contentHash\": \(JSONNode.quote(contentHash))") }
@@ -19,6 +19,9 @@ extension ChannelManifest {
             lines.append("  \"deltas\": [\n" + entries.joined(separator: ",\n") + "\n  ]")
         }
         if let expires { lines.append("  \"expires\": \(JSONNode.quote(RFC3339.string(expires)))") }
+        if let issued { lines.append("  \"issued\": \(JSONNode.quote(RFC3339.string(issued)))") }
+        if let channel { lines.append("  \"channel\": \(JSONNode.quote(channel))") }
+        if let keys { lines.append("  \"keys\": {\"version\": \(keys.version), \"sha256\": \(JSONNode.quote(keys.sha256))}") }
         return Data(("{\n" + lines.joined(separator: ",\n") + "\n}\n").utf8)
     }
 }

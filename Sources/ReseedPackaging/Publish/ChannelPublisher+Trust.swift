@@ -29,9 +29,10 @@ extension ChannelPublisher {
     }
 
     /// When the folder has a `keys.json`, checks that it lists the signing key, unexpired at `now`,
-    /// and returns its channel keys (whose signatures of the current manifest a publish keeps for a moment).
-    func checkListed(in directory: Directory, at now: Date) throws(PackagingError) -> [ChannelPublicKey] {
-        guard let keys = try Self.readKeys(in: directory, step: .publish) else { return [] }
+    /// and returns it (its channel keys' signatures of the current manifest a publish keeps for a moment;
+    /// its version, SHA-256 and name go into the new manifest).
+    func checkListed(in directory: Directory, at now: Date) throws(PackagingError) -> ChannelKeys? {
+        guard let keys = try Self.readKeys(in: directory, step: .publish) else { return nil }
         let id = privateKey.publicKey.keyID
         let path = directory.path(ChannelKeys.fileName)
         guard let listed = keys.key(id) else {
@@ -44,7 +45,12 @@ extension ChannelPublisher {
                 "this private key's channel key (\(id.prefix(16))) expired at \(RFC3339.string(listed.expires)) in \(ChannelKeys.fileName) (version \(keys.version))",
                 advice: "extend it with reseed keys --add and a new --valid-for, or sign with another listed key")
         }
-        return keys.keys.map(\.publicKey)
+        if let expires = keys.expires, expires <= now {
+            throw PackagingError(.invalidArgument, step: .publish, path: path, message:
+                "\(ChannelKeys.fileName) (version \(keys.version)) expired at \(RFC3339.string(expires)), so apps would refuse the channel",
+                advice: "re-sign it with reseed keys --valid-for")
+        }
+        return keys
     }
 
     /// The lines of the current `channel.json.sig` that are a signature of the current `channel.json` by one

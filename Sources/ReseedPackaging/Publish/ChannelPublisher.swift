@@ -26,8 +26,10 @@ import SystemPackage
 /// each with its own signature among the lines (an app of this Reseed tries each line; an app
 /// older than channel trust reads one line, and reads the pair once more when they do not match).
 /// Publishing the same seed again changes no seed or delta file: it re-signs the manifest with a
-/// new `expires` (``validFor`` from now). When the folder has a `keys.json`, the signing key must
-/// be listed in it and unexpired (see ``ChannelKeysEditor``). Older seed files are left in place
+/// new `issued` (now) and `expires` (``validFor`` from now). When the folder has a `keys.json`, the
+/// signing key must be listed in it and unexpired, and so must `keys.json` itself (see
+/// ``ChannelKeysEditor``); the manifest then names that `keys.json` (its version and SHA-256) and the
+/// channel's name it states, which devices check: publish again after each change of `keys.json`. Older seed files are left in place
 /// for clients still downloading them; remove them when no client can need them.
 /// Publishes into one folder are serialised by the empty lock file `.channel.reseed-lock`
 /// there, which clients never read (no need to upload it).
@@ -76,6 +78,8 @@ public struct ChannelPublisher: Sendable {
     /// The manifest's expiry, when set, instead of ``validFor`` from now: two publishes of the same
     /// seeds with the same key and expiry write the same bytes. Default nil.
     public var expires: Date?
+    /// The manifest's `issued` time, when set, instead of the publish time. Default nil.
+    public var issued: Date?
     /// How long to wait for another publish into the same folder. Default 60 seconds.
     public var lockTimeout: Duration = .seconds(60)
     /// The seam every file action goes through (tests observe the order of the actions with it).
@@ -132,9 +136,13 @@ public struct ChannelPublisher: Sendable {
             }
         }
         manifest.expires = expires ?? now.addingTimeInterval(validFor.inSeconds)
+        manifest.issued = issued ?? now
+        // The channel's name and the keys.json this manifest is published under, which devices check it against.
+        manifest.channel = listed?.channelName
+        manifest.keys = listed.map { ChannelManifest.KeysReference(version: $0.version, sha256: $0.sha256) }
         let bytes = manifest.encoded()
         let line = try privateKey.signature(for: bytes).base64EncodedString() + "\n"
-        let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + listed)
+        let previous = previousSignatureLines(in: directory, verifiedBy: [privateKey.publicKey] + (listed?.keys.map(\.publicKey) ?? []))
         try packaging(.publish, path: directory.path(ChannelManifest.fileName)) {
             let signatures = ChannelManifest.signatureFileName
             try directory.replaceAtomically(signatures, with: Array((line + previous.joined()).utf8), through: StoreLayout.temporaryName(of: signatures))

@@ -88,6 +88,8 @@ import Testing
              expected: .install(reason: .preferencesMissing, previousVersion: "1.0.0")),
         Case(label: "unrecorded store holding another version after corrupt preferences", store: .sqlite, embedded: metadata("1.0.0"),
              movedAside: true, expected: .install(reason: .preferencesCorrupt, previousVersion: "1.0.0")),
+        Case(label: "unrecorded store holding a newer download (the preferences lost)", store: .sqlite, embedded: metadata("3.0.0"),
+             expected: .keepDownloaded(version: "3.0.0")),
         Case(label: "unrecorded store holding another store's seed", store: .sqlite, embedded: metadata("2.0.0", name: "other"),
              expected: .install(reason: .preferencesMissing, previousVersion: "2.0.0")),
         Case(label: "unrecorded database without seed metadata", store: .sqlite,

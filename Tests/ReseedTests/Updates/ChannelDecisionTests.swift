@@ -82,6 +82,95 @@ import Testing
             $0.recorded = recorded(expires: now.addingTimeInterval(-120))
         },
 
+        // A 304 never keeps a key root removed, let expire or stopped listing in standing.
+        Case("304 for a manifest whose signer root removed since", .refused(.channelKeyRevoked, "the channel answered 304 Not Modified for a channel.json signed by the channel key \(leakedKeyID.prefix(16)), which the channel's root removed (keys.json version 2); refusing to call it up to date")) {
+            $0.manifest = nil
+            $0.recorded = recorded(signedBy: leakedKeyID)
+            $0.keys = ChannelKeys(version: 2, keys: [], revoked: leakedKeys)
+            $0.manifest?.keys = .init(version: 2, sha256: "")
+        },
+        Case("304 for a manifest whose signer expired since", .refused(.channelKeyExpired, "the channel answered 304 Not Modified for a channel.json signed by the channel key \(leakedKeyID.prefix(16)), which expired at \(RFC3339.string(now.addingTimeInterval(-3_600))); refusing to call it up to date")) {
+            $0.manifest = nil
+            $0.recorded = recorded(signedBy: leakedKeyID)
+            $0.keys = ChannelKeys(version: 2, keys: leakedKeys.map { .init(publicKey: $0, expires: now.addingTimeInterval(-3_600)) }, revoked: [])
+        },
+        Case("304 for a manifest whose signer is no longer listed", .refused(.signature, "the channel answered 304 Not Modified for a channel.json signed by the channel key \(leakedKeyID.prefix(16)), which keys.json version 2 no longer lists; refusing to call it up to date")) {
+            $0.manifest = nil
+            $0.recorded = recorded(signedBy: leakedKeyID)
+            $0.keys = ChannelKeys(version: 2, keys: [], revoked: [])
+            $0.manifest?.keys = .init(version: 2, sha256: "")
+        },
+        Case("304 for a manifest whose signer is still listed", .upToDate(notModified: true)) {
+            $0.manifest = nil
+            $0.recorded = recorded(signedBy: leakedKeyID)
+            $0.keys = ChannelKeys(version: 2, keys: leakedKeys.map { .init(publicKey: $0, expires: now.addingTimeInterval(3_600)) }, revoked: [])
+        },
+
+        // The issue time and the longest validity.
+        Case("issued an hour ahead of the device", .refused(.channelRefused, "the channel's channel.json was issued at \(RFC3339.string(now.addingTimeInterval(3_600))), after this device's time \(RFC3339.string(now)) and its clock skew; refusing a manifest that is not valid yet")) {
+            $0.manifest?.issued = now.addingTimeInterval(3_600)
+        },
+        Case("issued within the clock skew ahead", .delta(fromVersion: "2.0.0")) { $0.manifest?.issued = now.addingTimeInterval(120) },
+        Case("valid for 91 days", .refused(.channelRefused, "the channel's channel.json is valid from \(RFC3339.string(now)) to \(RFC3339.string(now.addingTimeInterval(91 * 86_400))), longer than the 90 days this app accepts; refusing a manifest its signer made to outlive them")) {
+            $0.manifest?.issued = now
+            $0.manifest?.expires = now.addingTimeInterval(91 * 86_400)
+        },
+        Case("no issue time, expiring in a year", .refused(.channelRefused, "the channel's channel.json expires at \(RFC3339.string(now.addingTimeInterval(365 * 86_400))), more than the 90 days this app accepts from now; refusing a manifest its signer made to outlive them")) {
+            $0.manifest?.expires = now.addingTimeInterval(365 * 86_400)
+        },
+
+        // What the device verified before (its floors), and the binding of the two files.
+        Case("a lower format than one verified", .refused(.channelRefused, "the channel's channel.json is in format 2, below format 3 this device verified from the channel before; refusing a manifest without what that format checks")) {
+            $0.manifest?.format = 2
+            $0.floors.manifestFormat = 3
+        },
+        Case("older than a manifest verified before", .refused(.channelRefused, "the channel offers items 2.1.0, older than 3.0.0 this device verified from the channel before; refusing a rollback")) {
+            $0.floors.manifestVersion = "3.0.0"
+        },
+        Case("older than a manifest verified before, whose signer root removed", .delta(fromVersion: "2.0.0")) {
+            $0.floors.manifestVersion = "3.0.0"
+            $0.floors.manifestSignedBy = leakedKeyID
+            $0.keys = ChannelKeys(version: 2, keys: [], revoked: leakedKeys)
+            $0.manifest?.keys = .init(version: 2, sha256: "")
+        },
+        Case("keys.json older than the one the manifest names", .refused(.channelRefused, "the channel serves keys.json version 2, older than version 3 its channel.json was published under: a stale copy; refusing until the host serves the keys the manifest names")) {
+            $0.keys = ChannelKeys(version: 2, keys: [], revoked: [])
+            $0.manifest?.keys = .init(version: 2, sha256: "")
+            $0.manifest?.keys = .init(version: 3, sha256: String(repeating: "b", count: 64))
+        },
+        Case("keys.json newer than the one the manifest names", .delta(fromVersion: "2.0.0")) {
+            $0.keys = ChannelKeys(version: 4, keys: [], revoked: [])
+            $0.manifest?.keys = .init(version: 3, sha256: String(repeating: "b", count: 64))
+        },
+        Case("a format-3 manifest that names no keys.json beside one", .refused(.invalidManifest, "field \"keys\": missing; a format-3 channel.json names the keys.json it was published under")) {
+            $0.keys = ChannelKeys(version: 2, keys: [], revoked: [])
+            $0.manifest?.keys = .init(version: 2, sha256: "")
+            $0.manifest?.keys = nil
+            $0.manifest?.format = 3
+            $0.manifest?.minimumFormat = 2
+        },
+        Case("a manifest that names a keys.json the channel lacks", .refused(.channelRefused, "the channel's channel.json was published under keys.json version 3, but the channel serves none; refusing a channel stripped of its keys")) {
+            $0.manifest?.keys = .init(version: 3, sha256: String(repeating: "b", count: 64))
+        },
+
+        // The channel's name.
+        Case("another name than the one pinned", .refused(.channelRefused, "the channel's channel.json is named 'staging'; this app pins the channel 'production'")) {
+            $0.manifest?.channel = "staging"
+            $0.channelName = "production"
+        },
+        Case("another name than the one verified first", .refused(.channelRefused, "the channel's channel.json is named 'staging'; this device verified the channel 'production' there before and takes no other")) {
+            $0.manifest?.channel = "staging"
+            $0.floors.channelName = "production"
+        },
+        Case("no name where one is pinned", .refused(.channelRefused, "the channel's channel.json has no name; this app pins the channel 'production'")) {
+            $0.channelName = "production"
+        },
+        Case("a manifest of another name than its keys.json", .refused(.channelRefused, "the channel's channel.json names the channel 'staging', but its keys.json names it 'production'; refusing a manifest of another channel")) {
+            $0.keys = ChannelKeys(version: 2, keys: [], revoked: [], channelName: "production")
+            $0.manifest?.keys = .init(version: 2, sha256: "")
+            $0.manifest?.channel = "staging"
+        },
+
         // Expiry of the manifest fetched.
         Case("an expired manifest", .refused(.channelExpired, expiredSentence)) { $0.manifest?.expires = now.addingTimeInterval(-3_600) },
         Case("a manifest expired within the clock skew", .delta(fromVersion: "2.0.0")) { $0.manifest?.expires = now.addingTimeInterval(-120) },
@@ -110,6 +199,7 @@ import Testing
             $0.manifest = manifest("2.0.0")
             $0.recorded = recorded(signedBy: leakedKeyID)
             $0.keys = ChannelKeys(version: 2, keys: [], revoked: leakedKeys)
+            $0.manifest?.keys = .init(version: 2, sha256: "")
         },
 
         // Downgrades.
@@ -131,11 +221,13 @@ import Testing
             $0.manifest = manifest("1.5.0")
             $0.recorded = recorded(signedBy: leakedKeyID)
             $0.keys = ChannelKeys(version: 2, keys: [], revoked: leakedKeys)
+            $0.manifest?.keys = .init(version: 2, sha256: "")
         },
         Case("older, the installed release's signer still listed", .refused(.channelRefused, "the channel offers items 1.5.0, not newer than 2.0.0 (installed); refusing a downgrade")) {
             $0.manifest = manifest("1.5.0")
             $0.recorded = recorded(signedBy: leakedKeyID)
             $0.keys = ChannelKeys(version: 2, keys: [], revoked: [])
+            $0.manifest?.keys = .init(version: 2, sha256: "")
         },
         Case("newer than recorded, older than the store file's own record", .refused(.channelRefused, "the channel offers items 2.1.0, older than 3.0.0 in the store file /data/items.sqlite (its reseed_metadata table); refusing a downgrade")) {
             $0.embedded = "3.0.0"

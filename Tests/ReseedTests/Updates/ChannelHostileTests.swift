@@ -139,7 +139,8 @@ import Testing
     }
 
     /// 3.0.0 came from the channel; the app ships 1.0.0; the preferences are lost; an old, validly
-    /// signed manifest of 2.0.0 is replayed. The store file itself says 3.0.0: that is a floor.
+    /// signed manifest of 2.0.0 is replayed. The trust floors beside the store say 3.0.0 was verified,
+    /// and the store file itself says 3.0.0: each is a floor.
     @Test func aReplayedOlderManifestIsRefusedAfterThePreferencesAreLost() async throws {
         let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.seed("1.0.0")
@@ -156,7 +157,11 @@ import Testing
         try oldManifest.write(to: manifestURL)
         let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
         #expect(error?.code == .channelRefused)
-        #expect(error?.message == "the channel offers items 2.0.0, older than 3.0.0 in the store file \(sandbox.storeURL.path) (its reseed_metadata table); refusing a downgrade")
+        #expect(error?.message == "the channel offers items 2.0.0, older than 3.0.0 this device verified from the channel before; refusing a rollback")
+        // The trust floors lost too: the store file's own record still holds.
+        try FileManager.default.removeItem(at: sandbox.trustFloorsURL)
+        let embedded = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
+        #expect(embedded?.message == "the channel offers items 2.0.0, older than 3.0.0 in the store file \(sandbox.storeURL.path) (its reseed_metadata table); refusing a downgrade")
         #expect(try sandbox.labels() == ["3.0.0-1", "3.0.0-2", "3.0.0-3", "3.0.0-4"])
         #expect(!(try sandbox.server.requests().contains { $0.path == "/items-2.0.0.sqlite" }), "nothing is downloaded")
 

@@ -34,7 +34,7 @@ import Testing
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
         let expires = try #require(RFC3339.date("2026-03-01T00:00:00Z"))
-        try sandbox.forgeManifest { $0.expires = expires }
+        try sandbox.forgeManifest { $0.expires = expires; $0.issued = expires.addingTimeInterval(-86_400) }
         // Two minutes past the expiry, by the updater's clock.
         let now = { @Sendable in expires.addingTimeInterval(120) }
 
@@ -52,7 +52,7 @@ import Testing
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
         let checked = try #require(RFC3339.date("2026-03-01T00:00:00Z"))
-        try sandbox.forgeManifest { $0.expires = checked.addingTimeInterval(3600) }
+        try sandbox.forgeManifest { $0.expires = checked.addingTimeInterval(3600); $0.issued = checked }
         #expect(try await sandbox.updater(bundled, now: { checked }).update().action == .updated)
 
         // Two hours later, by the updater's clock: no sleep.
@@ -223,7 +223,8 @@ import Testing
         let bundled = try sandbox.seed("1.0.0")
         try sandbox.launch(bundled)
         try sandbox.publish(try sandbox.seed("1.1.0", rows: 4))
-        try sandbox.forgeManifest { $0.expires = nil }
+        // Format 2, as publishers before issue times wrote it.
+        try sandbox.forgeManifest { $0.expires = nil; $0.issued = nil; $0.format = 2 }
         let text = try String(contentsOf: sandbox.channel.appendingPathComponent(ChannelManifest.fileName), encoding: .utf8)
         #expect(!text.contains("expires"))
 

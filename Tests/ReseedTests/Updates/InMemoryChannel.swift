@@ -209,7 +209,9 @@ final class InMemoryChannel: ChannelHost, HTTPTransport, Sendable {
     }
 
     private static func text(_ status: Int, _ text: String) -> Answer {
-        Answer(status: status, headers: ["content-type": "text/plain", "content-length": String(text.utf8.count)], body: Data(text.utf8))
+        // A 304 has no body, as channel_server.py sends it.
+        let body = status == 304 ? Data() : Data(text.utf8)
+        return Answer(status: status, headers: ["content-type": "text/plain", "content-length": String(body.count)], body: body)
     }
 
     /// An IMF-fixdate, as servers send `Date` and `Last-Modified`.
