@@ -172,7 +172,7 @@ extension SeedDelta {
             }
             // An external-content FTS table's index is rebuilt around the rows, from its content table (see FollowingIndexes).
             let lists = checked.map { ($0.table, $0.shape) }
-            try fullText.unindex(lists, created: created)
+            try fullText.unindex(lists, created: created, rowsTracked: rowSet != nil)
             for (table, shape, _) in checked where !fullText.follows(table.name) {
                 // Deletes first, so that an inserted row may take a deleted row's key or unique value.
                 for list in Names.List.allCases where table.count(list) > 0 {

@@ -93,14 +93,19 @@ extension SeedDelta {
 
         /// Step 1: plans each index the delta changes (listed itself, or its content table listed) and
         /// removes the entries of the rowids it touches, before any row list is applied. `checked` are
-        /// the delta's tables with their shapes; `created` the tables the delta created.
-        mutating func unindex(_ checked: [(table: Header.Table, shape: TableShape)], created: Set<String>) throws {
+        /// the delta's tables with their shapes; `created` the tables the delta created. Without
+        /// `rowsTracked` (the incremental check, which proves the index table's lists name every row of
+        /// it that changes), an index over a view is rebuilt whole: which of its rows change, only those
+        /// lists say, and the whole content hash reads its rows from the view, not from the index.
+        mutating func unindex(_ checked: [(table: Header.Table, shape: TableShape)], created: Set<String>, rowsTracked: Bool) throws {
             try checkListedBefore(checked)
             let byName = Dictionary(checked.map { ($0.table.name.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
             let createdNames = Set(created.map { $0.lowercased() })
-            let changed = indexes.values
-                .filter { byName[$0.name.lowercased()] != nil || byName[$0.content.lowercased()] != nil }
-                .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            var changed: [Index] = []
+            for index in indexes.values.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
+                let listed = byName[index.name.lowercased()] != nil || byName[index.content.lowercased()] != nil
+                if try listed || (!rowsTracked && !checked.isEmpty && !contentIsTable(index)) { changed.append(index) }
+            }
             guard !changed.isEmpty else { return }
             try db.execute(sql: "CREATE TEMP TABLE \(Self.rowidsTable) (idx INTEGER, r INTEGER, PRIMARY KEY (idx, r)) WITHOUT ROWID")
             for (number, index) in changed.enumerated() {
@@ -122,7 +127,8 @@ extension SeedDelta {
                     }
                 }
                 let touched = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.rowids) WHERE idx = ?", arguments: [number]) ?? 0
-                let rebuild: Rebuild = try Self.rebuildsWhole(touched: touched, rows: contentRows(of: index)) ? .whole : .rows(number)
+                let rows = try contentRows(of: index)
+                let rebuild: Rebuild = (rows == nil && !rowsTracked) || Self.rebuildsWhole(touched: touched, rows: rows) ? .whole : .rows(number)
                 planned.append((index, rebuild))
                 if rebuild == .rows(number) {
                     try db.execute(sql: "DELETE FROM main.\(index.name.quotedIdentifier) WHERE rowid IN (SELECT r FROM \(Self.rowids) WHERE idx = ?)", arguments: [number])
@@ -198,9 +204,12 @@ extension SeedDelta {
 
         /// The rows of the content table of `index` when it is a table (a b-tree count); nil for a view.
         private func contentRows(of index: Index) throws -> Int? {
-            let type = try String.fetchOne(db, sql: "SELECT type FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE", arguments: [index.content])
-            guard type == "table" else { return nil }
+            guard try contentIsTable(index) else { return nil }
             return try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(index.content.quotedIdentifier)")
+        }
+
+        private func contentIsTable(_ index: Index) throws -> Bool {
+            try String.fetchOne(db, sql: "SELECT type FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE", arguments: [index.content]) == "table"
         }
 
         private func source(_ table: Header.Table, _ list: Names.List) -> String {
