@@ -213,5 +213,30 @@ import Testing
         _ = try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
         #expect(try Self.indexEntries(shape.index, in: sandbox.target) == Self.indexEntries(shape.index, in: sandbox.new))
     }
+
+    @Test(arguments: [
+        // The content table changes its definition: it and its index are shipped whole.
+        ("CREATE TABLE article(id INTEGER PRIMARY KEY, headline TEXT NOT NULL, text TEXT COLLATE NOCASE)", schema.components(separatedBy: ";\n")[1]),
+        // The index changes its tokenizer: it is shipped whole, its content table row by row.
+        (schema.components(separatedBy: ";\n")[0], "CREATE VIRTUAL TABLE article_fts USING fts5(headline, text, content = 'article', content_rowid = 'id', tokenize = 'porter')"),
+    ]) func anIndexShippedWholeTravelsAsRowidsAndIsRebuiltFromItsContent(_ table: String, _ index: String) throws {
+        let sandbox = try DeltaSandbox(schema: Self.schema, old: Self.oldRows, new: Self.newRows, newSchema: table + ";\n" + index)
+        let built = try #require(try sandbox.roundTrip())
+        #expect(built.tables.first { $0.name == "article_fts" }?.carries == .wholeTable)
+        #expect(try Self.listColumns(of: "article_fts", in: sandbox.delta) == ["inserted": ["k1"]])
+        #expect(try Self.indexEntries("article_fts", in: sandbox.target) == Self.indexEntries("article_fts", in: sandbox.new))
+    }
+
+    @Test(arguments: [
+        (touched: 0, rows: 0 as Int?, whole: true),
+        (touched: 1, rows: 100, whole: false),
+        (touched: 37, rows: 100, whole: false),
+        (touched: 38, rows: 100, whole: true),
+        (touched: 200, rows: 100, whole: true),
+        // A view's rows are not counted: its index is re-indexed row by row.
+        (touched: 200, rows: nil, whole: false),
+    ]) func anIndexIsRebuiltWholeFromThreeEighthsOfItsRows(_ touched: Int, _ rows: Int?, _ whole: Bool) {
+        #expect(SeedDelta.FollowingIndexes.rebuildsWhole(touched: touched, rows: rows) == whole)
+    }
 }
 
