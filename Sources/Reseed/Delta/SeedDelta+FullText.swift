@@ -17,7 +17,7 @@ extension SeedDelta {
     /// 2. after every row changed, the entries of those rowids and of the content rows the delta updates
     ///    or inserts are added again from the content table (`INSERT … SELECT` through the module).
     ///
-    /// Where that touches at least 3/8 of the table's rows, or the delta creates the index or its
+    /// Where that touches at least 3/8 of the table's rows (the span of its rowids), or the delta creates the index or its
     /// content table, one `'rebuild'` re-reads the whole content table instead: it took as long as
     /// removing and adding the entries of 35–40 % of the rows (20,000 rows of 20–60 words).
     ///
@@ -202,10 +202,17 @@ extension SeedDelta {
                 """, arguments: [number])
         }
 
-        /// The rows of the content table of `index` when it is a table (a b-tree count); nil for a view.
+        /// At least the rows of the content table of `index`: the span of its rowids, two b-tree descents
+        /// where counting would read every page; nil for a view, or a table without rowids.
         private func contentRows(of index: Index) throws -> Int? {
             guard try contentIsTable(index) else { return nil }
-            return try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(index.content.quotedIdentifier)")
+            do {
+                // In REAL arithmetic: rowids from -2⁶³ to 2⁶³ - 1 span more than an INTEGER holds.
+                let span = try Double.fetchOne(db, sql: "SELECT 1.0 * max(rowid) - min(rowid) + 1 FROM main.\(index.content.quotedIdentifier)") ?? 0
+                return Int(min(span, 1e15))
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_ERROR {
+                return nil
+            }
         }
 
         private func contentIsTable(_ index: Index) throws -> Bool {
