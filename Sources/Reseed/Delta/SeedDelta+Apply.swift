@@ -142,6 +142,7 @@ extension SeedDelta {
             let ordered = header.tables.filter { created.contains($0.name) } + header.tables.filter { !created.contains($0.name) }
             let targetTables = Dictionary(
                 try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            var fullText = try FollowingIndexes(db: db, targetPath: targetPath, tables: Array(targetTables.values))
             var changedVirtual: [ContentTables.Table] = []
             var checked: [(table: Header.Table, shape: TableShape, rows: TableRows?)] = []
             for table in ordered {
@@ -156,7 +157,7 @@ extension SeedDelta {
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name): \(failure.reason)")
                 }
                 for list in Names.List.allCases where table.count(list) > 0 {
-                    try checkList(list, of: table, shape: shape)
+                    if try !fullText.acceptsRowids(list, of: table, shape: shape) { try checkList(list, of: table, shape: shape) }
                 }
                 checked.append((table, shape, rowSet.map { _ in TableRows(shape) }))
             }
@@ -169,7 +170,10 @@ extension SeedDelta {
                     try track(list, of: table, shape: shape, rows: rows, into: &rowSet, adding: false)
                 }
             }
-            for (table, shape, _) in checked {
+            // An external-content FTS table's index is rebuilt around the rows, from its content table (see FollowingIndexes).
+            let lists = checked.map { ($0.table, $0.shape) }
+            try fullText.unindex(lists, created: created, rowsTracked: rowSet != nil)
+            for (table, shape, _) in checked where !fullText.follows(table.name) {
                 // Deletes first, so that an inserted row may take a deleted row's key or unique value.
                 for list in Names.List.allCases where table.count(list) > 0 {
                     try apply(list, of: table, shape: shape) { rows in
@@ -178,6 +182,8 @@ extension SeedDelta {
                     }
                 }
             }
+            applied += try fullText.reindex(lists)
+            progress?(min(applied, total), total)
             for (table, shape, rows) in checked {
                 guard let rows else { continue }
                 for list in [Names.List.updated, .inserted] where table.count(list) > 0 {

@@ -73,6 +73,7 @@ struct DeltaWriter {
         guard tables.count <= SeedDelta.maxTables else {
             return .failure(.init(reason: "the seed has more than \(SeedDelta.maxTables) tables"))
         }
+        let fullText = try DeltaFullTextPlan(db, new: Self.new, tables: tables)
         for table in tables {
             let shape: SeedDelta.TableShape
             switch try SeedDelta.TableShape.read(table.name, withoutRowid: table.withoutRowid, in: Self.new, db) {
@@ -91,7 +92,9 @@ struct DeltaWriter {
             var written: [Names.List: Int] = [:]
             // A table shipped whole is all inserted rows, into the table the delta creates empty.
             for list in whole == nil ? Names.List.allCases : [.inserted] {
-                written[list] = try writeList(list, of: shape, index: index, whole: whole != nil, db)
+                written[list] = fullText.carriesRowidsOnly(shape.name)
+                    ? try DeltaFullTextPlan.writeRowids(list, of: shape, index: index, whole: whole != nil, old: Self.old, new: Self.new, db)
+                    : try writeList(list, of: shape, index: index, whole: whole != nil, db)
             }
             let row = SeedDeltaBuilder.TableCounts(
                 name: shape.name, deleted: written[.deleted] ?? 0, updated: written[.updated] ?? 0, inserted: written[.inserted] ?? 0,
