@@ -30,8 +30,9 @@ import Testing
 
     /// What any update makes before it decides anything: its lock file, and the empty `-wal` and
     /// `-shm` of SQLite's read-only look at the store's embedded version.
+    /// The trust floors are among them: kept the moment the channel's files verify, before any download.
     func madeByEveryUpdate(_ name: String) -> Bool {
-        name.hasSuffix("update-lock") || name == "items.sqlite-wal" || name == "items.sqlite-shm"
+        name.hasSuffix("update-lock") || name == "items.sqlite-wal" || name == "items.sqlite-shm" || name.hasSuffix(".reseed-trust.json")
     }
 
     /// The data directory's files, each with its bytes: what a refused install must leave alone.

@@ -102,7 +102,7 @@ struct ReflinkFilesystemTests {
         }
 
         func temporaryFiles() throws -> [String] {
-            try FileManager.default.contentsOfDirectory(atPath: data.path).filter { $0.contains(".reseed-") && !$0.hasSuffix("-lock") }
+            try FileManager.default.contentsOfDirectory(atPath: data.path).filter { $0.contains(".reseed-") && !$0.hasSuffix("-lock") && !$0.hasSuffix(".reseed-trust.json") }
         }
     }
 

@@ -46,8 +46,9 @@ import Testing
         let first = try ChannelSandbox()
         let second = try ChannelSandbox()
         for sandbox in [first, second] {
-            // Same key and expiry: the signatures (Ed25519, deterministic) must match too.
+            // Same key, issue time and expiry: the signatures (Ed25519, deterministic) must match too.
             var publisher = ChannelPublisher(channel: sandbox.channel, privateKey: first.key)
+            publisher.issued = RFC3339.date("2029-12-01T00:00:00Z")
             publisher.expires = RFC3339.date("2030-01-01T00:00:00Z")
             try publisher.publish(try first.release("1.0.0", generation: 0))
             try publisher.publish(try first.release("1.1.0", generation: 1))
