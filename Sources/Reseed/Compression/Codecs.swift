@@ -5,8 +5,14 @@ package enum Codecs {
     /// Every codec.
     package static let all: [any Codec] = SeedManifest.Compression.allCases.map(\.codec)
 
-    /// The codec `reseed package --compress` and `reseed publish` write.
+    /// The codec `reseed package --compress` writes, and `reseed publish` writes first (every channel offers it).
     package static var written: any Codec { SeedManifest.Compression.written.codec }
+
+    /// The codecs `reseed publish` writes each channel file with: ``written`` first (the one older apps
+    /// read), then the others this platform has (xz on Linux), which apps that decode them prefer when smaller.
+    package static var published: [any Codec] {
+        [written] + all.filter { $0.name != written.name }
+    }
 
     /// The codec called `name`; nil for one this Reseed does not know.
     static func named(_ name: String) -> (any Codec)? {
@@ -30,3 +36,22 @@ struct GzipCodec: Codec {
         try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
     }
 }
+
+#if canImport(CLzma)
+/// xz (one .xz stream, LZMA2) over the system liblzma: see `Xz`.
+struct XzCodec: Codec {
+    var name: String { Xz.name }
+    var fileSuffix: String { Xz.fileSuffix }
+
+    func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
+        try Xz.compress(from: source, to: destination)
+    }
+
+    func decompress(
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)?
+    ) throws(CodecFailure) -> FileCopier.Result {
+        try Xz.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+    }
+}
+#endif

@@ -1,0 +1,212 @@
+#if canImport(CLzma)
+import CZlib
+import Foundation
+import Reseed
+import ReseedSystem
+import ReseedTestSupport
+import Testing
+
+/// The xz codec against xz(1), and the streams its decoder must refuse.
+@Suite struct XzTests {
+    static func compressed(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data", preset: UInt32 = 9) throws -> URL {
+        let plain = folder.appending(name)
+        try Data(bytes).write(to: plain)
+        let xz = folder.appending(name + ".xz")
+        let source = try FileSystem.openRegularFile(plain.path)
+        #expect(FileManager.default.createFile(atPath: xz.path, contents: nil))
+        let destination = try FileSystem.openRegularFile(xz.path, access: .writeOnly)
+        let sizes = try Xz.compress(from: source, to: destination, preset: preset)
+        #expect(sizes.read == Int64(bytes.count))
+        #expect(sizes.written == Int64(try Data(contentsOf: xz).count))
+        return xz
+    }
+
+    static func stream(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data") throws -> [UInt8] {
+        try [UInt8](Data(contentsOf: compressed(bytes, in: folder, as: name)))
+    }
+
+    /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
+    static func decode(_ stream: [UInt8], limit: Int64 = .max, piece: Int = 1 << 16) -> Result<[UInt8], CodecFailure> {
+        stream.withUnsafeBytes { all in
+            do throws(CodecFailure) {
+                var decoder = try XzDecoder(limit: limit)
+                var output: [UInt8] = []
+                var start = 0
+                while start < all.count {
+                    let end = min(all.count, start + piece)
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[start..<end])) { output += $0 }
+                    start = end
+                }
+                try decoder.finish()
+                return .success(output)
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    static func message(_ result: Result<[UInt8], CodecFailure>) -> String { GzipTests.message(result) }
+
+    @Test(arguments: [0, 1, 65_535, 262_144, 3 << 20 | 7])
+    func roundTripMatchesXz(size: Int) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let bytes = GzipTests.sample(size, seed: UInt64(size))
+        let xz = try Self.compressed(bytes, in: folder)
+        // xz(1) reads ours (and checks its CRC-64, sizes and index).
+        let theirs = try GzipTests.shell("xz -dc \(GzipTests.quoted(xz))")
+        #expect(theirs.status == 0)
+        #expect(theirs.output == Data(bytes))
+        // Ours, through files, with the SHA-256 of the output.
+        let out = folder.appending("out")
+        #expect(FileManager.default.createFile(atPath: out.path, contents: nil))
+        let source = try FileSystem.openRegularFile(xz.path)
+        let destination = try FileSystem.openRegularFile(out.path, access: .writeOnly)
+        let result = try Xz.decompress(from: source, to: destination, limit: Int64(size), hashing: true)
+        #expect(result.bytes == Int64(size))
+        #expect(try Data(contentsOf: out) == Data(bytes))
+        #expect(result.sha256 == (try FileFacts(path: out.path)).sha256)
+        // In pieces of every awkward size.
+        let stream = try [UInt8](Data(contentsOf: xz))
+        for piece in [1, 7, 4096] where stream.count / piece < 200_000 {
+            #expect(try Self.decode(stream, piece: piece).get() == bytes)
+        }
+    }
+
+    /// What xz(1) writes, at its strongest and fastest presets, with each check it offers.
+    @Test(arguments: ["-9", "-9e", "-1", "-6 --check=crc32", "-6 --check=sha256", "-6 --check=none"])
+    func decodesWhatXzWrites(options: String) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let bytes = GzipTests.sample(1 << 20 | 3, seed: 9)
+        let plain = folder.appending("a file name.sqlite")
+        try Data(bytes).write(to: plain)
+        let theirs = try GzipTests.shell("xz \(options) -c \(GzipTests.quoted(plain))")
+        #expect(theirs.status == 0)
+        #expect(try Self.decode([UInt8](theirs.output)).get() == bytes)
+    }
+
+    @Test func sameInputGivesTheSameBytesAndAsSmallAsXz() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let bytes = GzipTests.sample(2 << 20, seed: 4)
+        let first = try Self.stream(bytes, in: folder, as: "one")
+        let second = try Self.stream(bytes, in: folder, as: "two")
+        #expect(first == second)
+        #expect(Array(first.prefix(6)) == Xz.magic)
+        // The dictionary cut to the input costs nothing against xz -9's 64 MiB one.
+        let theirs = try GzipTests.shell("xz -9 -c \(GzipTests.quoted(folder.appending("one")))")
+        #expect(first.count <= theirs.output.count + 16, "ours \(first.count), xz -9 \(theirs.output.count)")
+    }
+
+    @Test func refusesAStreamCutAnywhere() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let stream = try Self.stream(GzipTests.sample(8_000, seed: 2), in: folder)
+        var failures = FuzzFailures()
+        for cut in 0..<stream.count {
+            let result = Self.decode(Array(stream.prefix(cut)), piece: 1 << 20)
+            guard case .failure(.invalid(let reason)) = result else {
+                failures.check(false, "cut at \(cut): \(result)")
+                continue
+            }
+            failures.check(reason.hasPrefix("truncated"), "cut at \(cut): \(reason)")
+        }
+        #expect(failures.count == 0, "\(failures.summary)")
+    }
+
+    @Test func refusesBytesAfterTheStream() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let one = try Self.stream(GzipTests.sample(5_000, seed: 5), in: folder, as: "one")
+        let two = try Self.stream(GzipTests.sample(5_000, seed: 6), in: folder, as: "two")
+        #expect(Self.message(Self.decode(one + [0])).contains("bytes follow the end of the xz stream"))
+        // Stream padding (four zero bytes), which xz -d accepts: a seed is one stream, nothing after it.
+        #expect(Self.message(Self.decode(one + [0, 0, 0, 0])).contains("follow the end"))
+        // xz -dc would print both streams' bytes.
+        #expect(Self.message(Self.decode(one + two)).contains("concatenated streams"))
+        #expect(Self.message(Self.decode(one + two, piece: one.count)).contains("concatenated streams"))
+    }
+
+    @Test func refusesABadHeaderAndAnEmptyStream() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        var stream = try Self.stream(GzipTests.sample(1_000, seed: 7), in: folder)
+        #expect(Self.message(Self.decode([])).contains("empty"))
+        stream[1] ^= 1
+        #expect(Self.message(Self.decode(stream)).contains("magic"))
+        // gzip is not xz.
+        let gz = try [UInt8](Data(contentsOf: GzipTests.compressed(GzipTests.sample(1_000, seed: 7), in: folder, as: "g")))
+        #expect(Self.message(Self.decode(gz)).contains("magic"))
+    }
+
+    /// A block whose LZMA2 dictionary is 4 GiB (the header's dictionary byte set to 40, its CRC-32
+    /// made right): refused before liblzma allocates it.
+    @Test func refusesADictionaryOverTheMemoryLimit() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        var stream = try Self.stream(GzipTests.sample(1_000, seed: 8), in: folder)
+        // The block header follows the 12-byte stream header; its first byte is its size / 4 - 1.
+        let start = 12, size = (Int(stream[start]) + 1) * 4
+        let filter = try #require((start..<(start + size - 6)).first { stream[$0] == 0x21 && stream[$0 + 1] == 1 })
+        stream[filter + 2] = 40
+        let crc = UInt32(truncatingIfNeeded: stream[start..<(start + size - 4)].withContiguousStorageIfAvailable {
+            crc32(0, $0.baseAddress, uInt($0.count))
+        } ?? 0)
+        for index in 0..<4 { stream[start + size - 4 + index] = UInt8(truncatingIfNeeded: crc >> (8 * index)) }
+        let message = Self.message(Self.decode(stream))
+        #expect(message.contains("MiB of memory to decode, more than the 96 MiB allowed"), "\(message)")
+    }
+
+    /// 16 MiB of zeros in a 2 KiB stream: the decoder stops after the limit, before the stream's end.
+    @Test func stopsABombAtTheLimit() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let stream = try Self.stream([UInt8](repeating: 0, count: 16 << 20), in: folder)
+        let limit: Int64 = 1 << 20
+        var handedOut: Int64 = 0
+        var fed = 0
+        let failure = stream.withUnsafeBytes { all -> CodecFailure? in
+            do throws(CodecFailure) {
+                var decoder = try XzDecoder(limit: limit)
+                while fed < all.count {
+                    let end = min(all.count, fed + 16)
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[fed..<end])) { handedOut += Int64($0.count) }
+                    fed = end
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(failure == .tooLong(limit: limit))
+        #expect(handedOut <= limit)
+        #expect(fed < stream.count / 2, "read \(fed) of \(stream.count) bytes")
+    }
+
+    /// Random byte flips in a valid stream, and random bytes behind its header: the decoder never
+    /// traps, and what it accepts is the original.
+    @Test func flippedBytesAreRefusedOrHarmless() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let original = GzipTests.sample(12_000, seed: 8)
+        let stream = try Self.stream(original, in: folder)
+        var random = SplitMix64(seed: 0x7a58)
+        var failures = FuzzFailures()
+        var accepted = 0
+        for index in 0..<2_000 {
+            var damaged = stream
+            if index % 4 == 3 {
+                damaged = Array(stream.prefix(12 + random.int(0..<40))) + (0..<random.int(0..<4_000)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            } else {
+                for _ in 0..<random.int(1..<4) {
+                    damaged[random.int(0..<damaged.count)] ^= UInt8(truncatingIfNeeded: random.int(1..<256))
+                }
+            }
+            switch Self.decode(damaged, limit: Int64(original.count) * 4, piece: random.pick([1, 100, 1 << 16])) {
+            case .success(let output):
+                accepted += 1
+                failures.check(output == original, "case \(index): accepted different output")
+            case .failure(.invalid), .failure(.tooLong):
+                break
+            case .failure(let other):
+                failures.check(false, "case \(index): \(other)")
+            }
+        }
+        #expect(failures.count == 0, "\(failures.summary)")
+        // Every byte of an xz stream is covered by a CRC or the check: no flip passes.
+        #expect(accepted == 0)
+    }
+}
+#endif
