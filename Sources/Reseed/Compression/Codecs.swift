@@ -20,38 +20,37 @@ package enum Codecs {
     }
 }
 
-/// gzip (RFC 1952: one member around raw deflate) over the system zlib: see `Gzip`.
-struct GzipCodec: Codec {
-    var name: String { Gzip.name }
-    var fileSuffix: String { Gzip.fileSuffix }
+/// Each compression is its codec: gzip over the system zlib (see `Gzip`), xz over the system liblzma (see `Xz`).
+extension SeedManifest.Compression: Codec {
+    package var name: String { rawValue }
 
-    func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
-        try Gzip.compress(from: source, to: destination)
+    package var fileSuffix: String {
+        switch self {
+        case .gzip: Gzip.fileSuffix
+        #if canImport(CLzma)
+        case .xz: Xz.fileSuffix
+        #endif
+        }
     }
 
-    func decompress(
+    package func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
+        switch self {
+        case .gzip: try Gzip.compress(from: source, to: destination)
+        #if canImport(CLzma)
+        case .xz: try Xz.compress(from: source, to: destination)
+        #endif
+        }
+    }
+
+    package func decompress(
         from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
         progress: (@Sendable (Int64) -> Void)?
     ) throws(CodecFailure) -> FileCopier.Result {
-        try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+        switch self {
+        case .gzip: try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+        #if canImport(CLzma)
+        case .xz: try Xz.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+        #endif
+        }
     }
 }
-
-#if canImport(CLzma)
-/// xz (one .xz stream, LZMA2) over the system liblzma: see `Xz`.
-struct XzCodec: Codec {
-    var name: String { Xz.name }
-    var fileSuffix: String { Xz.fileSuffix }
-
-    func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
-        try Xz.compress(from: source, to: destination)
-    }
-
-    func decompress(
-        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
-        progress: (@Sendable (Int64) -> Void)?
-    ) throws(CodecFailure) -> FileCopier.Result {
-        try Xz.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
-    }
-}
-#endif

@@ -15,15 +15,8 @@ extension SeedManifest {
         /// The compression `reseed package --compress` writes, and every channel offers.
         public static let written = Compression.gzip
 
-        /// The codec that reads and writes it.
-        package var codec: any Codec {
-            switch self {
-            case .gzip: GzipCodec()
-            #if canImport(CLzma)
-            case .xz: XzCodec()
-            #endif
-            }
-        }
+        /// The codec that reads and writes it: the compression itself (see `Codecs`).
+        package var codec: any Codec { self }
 
         /// The compression of a channel file encoded as `encoding`; nil for one this Reseed does not know.
         init?(encoding: String) {

@@ -8,68 +8,20 @@ import Testing
 
 /// The xz codec against xz(1), and the streams its decoder must refuse.
 @Suite struct XzTests {
-    static func compressed(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data", preset: UInt32 = 9) throws -> URL {
-        let plain = folder.appending(name)
-        try Data(bytes).write(to: plain)
-        let xz = folder.appending(name + ".xz")
-        let source = try FileSystem.openRegularFile(plain.path)
-        #expect(FileManager.default.createFile(atPath: xz.path, contents: nil))
-        let destination = try FileSystem.openRegularFile(xz.path, access: .writeOnly)
-        let sizes = try Xz.compress(from: source, to: destination, preset: preset)
-        #expect(sizes.read == Int64(bytes.count))
-        #expect(sizes.written == Int64(try Data(contentsOf: xz).count))
-        return xz
-    }
-
     static func stream(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data") throws -> [UInt8] {
-        try [UInt8](Data(contentsOf: compressed(bytes, in: folder, as: name)))
+        try [UInt8](Data(contentsOf: StreamChecks.compressed(bytes, with: SeedManifest.Compression.xz, in: folder, as: name)))
     }
 
     /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
     static func decode(_ stream: [UInt8], limit: Int64 = .max, piece: Int = 1 << 16) -> Result<[UInt8], CodecFailure> {
-        stream.withUnsafeBytes { all in
-            do throws(CodecFailure) {
-                var decoder = try XzDecoder(limit: limit)
-                var output: [UInt8] = []
-                var start = 0
-                while start < all.count {
-                    let end = min(all.count, start + piece)
-                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[start..<end])) { output += $0 }
-                    start = end
-                }
-                try decoder.finish()
-                return .success(output)
-            } catch {
-                return .failure(error)
-            }
-        }
+        StreamChecks.decode(stream, limit: limit, piece: piece) { (limit) throws(CodecFailure) in try XzDecoder(limit: limit) }
     }
 
     static func message(_ result: Result<[UInt8], CodecFailure>) -> String { GzipTests.message(result) }
 
     @Test(arguments: [0, 1, 65_535, 262_144, 3 << 20 | 7])
     func roundTripMatchesXz(size: Int) throws {
-        let folder = try TemporaryDirectory(prefix: "reseed-xz")
-        let bytes = GzipTests.sample(size, seed: UInt64(size))
-        let xz = try Self.compressed(bytes, in: folder)
-        // xz(1) reads ours (and checks its CRC-64, sizes and index).
-        let theirs = try GzipTests.shell("xz -dc \(GzipTests.quoted(xz))")
-        #expect(theirs.status == 0)
-        #expect(theirs.output == Data(bytes))
-        // Ours, through files, with the SHA-256 of the output.
-        let out = folder.appending("out")
-        #expect(FileManager.default.createFile(atPath: out.path, contents: nil))
-        let source = try FileSystem.openRegularFile(xz.path)
-        let destination = try FileSystem.openRegularFile(out.path, access: .writeOnly)
-        let result = try Xz.decompress(from: source, to: destination, limit: Int64(size), hashing: true)
-        #expect(result.bytes == Int64(size))
-        #expect(try Data(contentsOf: out) == Data(bytes))
-        #expect(result.sha256 == (try FileFacts(path: out.path)).sha256)
-        // In pieces of every awkward size.
-        let stream = try [UInt8](Data(contentsOf: xz))
-        for piece in [1, 7, 4096] where stream.count / piece < 200_000 {
-            #expect(try Self.decode(stream, piece: piece).get() == bytes)
-        }
+        try StreamChecks.roundTrip(size: size, codec: SeedManifest.Compression.xz, tool: "xz") { Self.decode($0, piece: $1) }
     }
 
     /// What xz(1) writes, at its strongest and fastest presets, with each check it offers.
@@ -99,16 +51,7 @@ import Testing
     @Test func refusesAStreamCutAnywhere() throws {
         let folder = try TemporaryDirectory(prefix: "reseed-xz")
         let stream = try Self.stream(GzipTests.sample(8_000, seed: 2), in: folder)
-        var failures = FuzzFailures()
-        for cut in 0..<stream.count {
-            let result = Self.decode(Array(stream.prefix(cut)), piece: 1 << 20)
-            guard case .failure(.invalid(let reason)) = result else {
-                failures.check(false, "cut at \(cut): \(result)")
-                continue
-            }
-            failures.check(reason.hasPrefix("truncated"), "cut at \(cut): \(reason)")
-        }
-        #expect(failures.count == 0, "\(failures.summary)")
+        StreamChecks.expectEveryCutTruncated(stream) { Self.decode($0, piece: 1 << 20) }
     }
 
     @Test func refusesBytesAfterTheStream() throws {
@@ -182,30 +125,14 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "reseed-xz")
         let original = GzipTests.sample(12_000, seed: 8)
         let stream = try Self.stream(original, in: folder)
-        var random = SplitMix64(seed: 0x7a58)
-        var failures = FuzzFailures()
-        var accepted = 0
-        for index in 0..<2_000 {
-            var damaged = stream
+        let accepted = StreamChecks.acceptedDamaged(stream, original: original, cases: 2_000, seed: 0x7a58, damage: { bytes, index, random in
             if index % 4 == 3 {
-                damaged = Array(stream.prefix(12 + random.int(0..<40))) + (0..<random.int(0..<4_000)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                bytes = Array(bytes.prefix(12 + random.int(0..<40))) + (0..<random.int(0..<4_000)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
             } else {
-                for _ in 0..<random.int(1..<4) {
-                    damaged[random.int(0..<damaged.count)] ^= UInt8(truncatingIfNeeded: random.int(1..<256))
-                }
+                StreamChecks.flipBytes(&bytes, random: &random)
             }
-            switch Self.decode(damaged, limit: Int64(original.count) * 4, piece: random.pick([1, 100, 1 << 16])) {
-            case .success(let output):
-                accepted += 1
-                failures.check(output == original, "case \(index): accepted different output")
-            case .failure(.invalid), .failure(.tooLong):
-                break
-            case .failure(let other):
-                failures.check(false, "case \(index): \(other)")
-            }
-        }
-        #expect(failures.count == 0, "\(failures.summary)")
-        // Every byte of an xz stream is covered by a CRC or the check: no flip passes.
+        }, decode: { Self.decode($0, limit: $1, piece: $2) })
+        // Every byte of an xz stream is covered by a CRC or the check: no damage passes.
         #expect(accepted == 0)
     }
 }
