@@ -9,7 +9,7 @@ extension ReseedCommand {
             abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
             discussion: """
                 The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and compressed \
-                (\(Codecs.published.map(\.name).joined(separator: " and "))) beside it, apps taking the smallest they read; for each of the last --deltas releases the channel offered whose seed file is still in the \
+                (\(SeedManifest.Compression.published.map(\.rawValue).joined(separator: " and "))) beside it, apps taking the smallest they read; for each of the last --deltas releases the channel offered whose seed file is still in the \
                 folder, a row-level delta to the new seed is built, checked and compressed; then \
                 channel.json.sig and channel.json are replaced atomically, so that a publish killed at any moment \
                 leaves a pair that verifies. channel.json expires --valid-for from now (default 30d): re-sign it on a \
@@ -41,7 +41,7 @@ extension ReseedCommand {
               help: "Publish even when the seed's version is not newer than the one the channel offers (a deliberate roll-back).")
         var allowDowngrade = false
 
-        @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(Codecs.published.map(\.name).joined(separator: ", "))) seed beside it (for data that does not compress).")
+        @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(SeedManifest.Compression.published.map(\.rawValue).joined(separator: ", "))) seed beside it (for data that does not compress).")
         var noCompress = false
 
         @Flag(help: "Print one JSON object on stdout.")

@@ -15,8 +15,14 @@ extension SeedManifest {
         /// The compression `reseed package --compress` writes, and every channel offers.
         public static let written = Compression.gzip
 
-        /// The codec that reads and writes it: the compression itself (see `Codecs`).
-        package var codec: any Codec { self }
+        /// The compressions `reseed publish` writes each channel file in: ``written`` first (what
+        /// every app reads), then the others this platform has (xz on Linux), listed as its alternatives.
+        public static var published: [Compression] {
+            [written] + allCases.filter { $0 != written }
+        }
+
+        /// The codec that reads and writes it.
+        package var codec: any Codec { CompressionCodec(compression: self) }
 
         /// The compression of a channel file encoded as `encoding`; nil for one this Reseed does not know.
         init?(encoding: String) {

@@ -24,7 +24,7 @@ import Testing
     }
 
     static func compressed(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data") throws -> URL {
-        try StreamChecks.compressed(bytes, with: SeedManifest.Compression.gzip, in: folder, as: name)
+        try StreamChecks.compressed(bytes, with: SeedManifest.Compression.gzip.codec, in: folder, as: name)
     }
 
     /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
@@ -48,7 +48,7 @@ import Testing
 
     @Test(arguments: [0, 1, 65_535, 65_536, 65_537, 3 << 20 | 7])
     func roundTripMatchesGzip(size: Int) throws {
-        try StreamChecks.roundTrip(size: size, codec: SeedManifest.Compression.gzip, tool: "gzip") { Self.decode($0, piece: $1) }
+        try StreamChecks.roundTrip(size: size, codec: SeedManifest.Compression.gzip.codec, tool: "gzip") { Self.decode($0, piece: $1) }
     }
 
     @Test(arguments: ["-9n", "-9", "-1"])

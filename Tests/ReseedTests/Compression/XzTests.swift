@@ -9,7 +9,7 @@ import Testing
 /// The xz codec against xz(1), and the streams its decoder must refuse.
 @Suite struct XzTests {
     static func stream(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data") throws -> [UInt8] {
-        try [UInt8](Data(contentsOf: StreamChecks.compressed(bytes, with: SeedManifest.Compression.xz, in: folder, as: name)))
+        try [UInt8](Data(contentsOf: StreamChecks.compressed(bytes, with: SeedManifest.Compression.xz.codec, in: folder, as: name)))
     }
 
     /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
@@ -21,7 +21,7 @@ import Testing
 
     @Test(arguments: [0, 1, 65_535, 262_144, 3 << 20 | 7])
     func roundTripMatchesXz(size: Int) throws {
-        try StreamChecks.roundTrip(size: size, codec: SeedManifest.Compression.xz, tool: "xz") { Self.decode($0, piece: $1) }
+        try StreamChecks.roundTrip(size: size, codec: SeedManifest.Compression.xz.codec, tool: "xz") { Self.decode($0, piece: $1) }
     }
 
     /// What xz(1) writes, at its strongest and fastest presets, with each check it offers.
