@@ -25,9 +25,11 @@ let package = Package(
         .target(name: "CReseedCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         // The system zlib, for compressed seeds (gzip): in every OS, so no C code is vendored.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // The system liblzma, for the xz codec on Linux (Apple platforms would decode xz with the Compression framework: not written yet).
+        .systemLibrary(name: "CLzma", path: "Sources/CLzma", providers: [.apt(["liblzma-dev"])]),
         // The system layer (the swift-nio model: a small public core over an internal system target):
         // the syscall seam, owned descriptors, durable files, the fast copy, locks, blocking threads,
-        // the codecs (gzip), the byte-preserving JSON reader, the SQLite file header, and the one shape
+        // the codecs (gzip, xz), the byte-preserving JSON reader, the SQLite file header, and the one shape
         // of a user's error sentence. No seed manifest, store install or channel in it; no descriptor
         // number leaves it.
         .target(
@@ -35,6 +37,7 @@ let package = Package(
             dependencies: [
                 "CReseedSystem",
                 "CZlib",
+                .target(name: "CLzma", condition: .when(platforms: [.linux])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),

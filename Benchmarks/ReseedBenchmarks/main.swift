@@ -8,6 +8,7 @@
 //   ReseedBenchmarks useruptodate SEED DATA_DIR ITERATIONS
 //   ReseedBenchmarks userimport SEED DATA_DIR
 //   ReseedBenchmarks gunzip FILE.gz ROUNDS
+//   ReseedBenchmarks unxz DATABASE ROUNDS   (writes DATABASE.xz with Reseed's encoder, then decodes it)
 //   ReseedBenchmarks deltaprogress WORK_DIR ROWS ROUNDS
 import Foundation
 import GRDB
@@ -269,9 +270,12 @@ do {
     case "gunzip" where arguments.count == 3:
         let values = Array(arguments)
         try gunzip(file: URL(fileURLWithPath: values[1]), rounds: Int(values[2]) ?? 5)
+    case "unxz" where arguments.count == 3:
+        let values = Array(arguments)
+        try unxz(database: URL(fileURLWithPath: values[1]), rounds: Int(values[2]) ?? 5)
     default:
         printError("usage: ReseedBenchmarks uptodate SEED DATA_DIR N | replace SMALL LARGE DATA_DIR ROUNDS | install SEED WORK_DIR size|checksum ROUNDS"
-            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR | gunzip FILE.gz ROUNDS"
+            + " | userswap SEED_A SEED_B WORK_DIR ROWS ROUNDS | useruptodate SEED DATA_DIR N | userimport SEED DATA_DIR | gunzip FILE.gz ROUNDS | unxz DATABASE ROUNDS"
             + " | channelupdate SEED DELTA_URL FULL_URL PUBLIC_KEY USER_STORE WORK_DIR ROUNDS warm|cold")
         exit(2)
     }

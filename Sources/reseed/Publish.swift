@@ -8,8 +8,8 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Copy a seed into a channel folder and write the signed channel.json that offers it.",
             discussion: """
-                The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and compressed (\(Codecs.written.name)) \
-                beside it; for each of the last --deltas releases the channel offered whose seed file is still in the \
+                The seed is copied in as <name>-<version>.sqlite (checked against its manifest) and compressed \
+                (\(SeedManifest.Compression.published.map(\.rawValue).joined(separator: " and "))) beside it, apps taking the smallest they read; for each of the last --deltas releases the channel offered whose seed file is still in the \
                 folder, a row-level delta to the new seed is built, checked and compressed; then \
                 channel.json.sig and channel.json are replaced atomically, so that a publish killed at any moment \
                 leaves a pair that verifies. channel.json expires --valid-for from now (default 30d; apps refuse one valid \
@@ -44,7 +44,7 @@ extension ReseedCommand {
               help: "Publish even when the seed's version is not newer than the one the channel offers (a deliberate roll-back).")
         var allowDowngrade = false
 
-        @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(Codecs.written.name)) seed beside it (for data that does not compress).")
+        @Flag(name: .customLong("no-compress"), help: "Do not publish the compressed (\(SeedManifest.Compression.published.map(\.rawValue).joined(separator: ", "))) seed beside it (for data that does not compress).")
         var noCompress = false
 
         @Flag(help: "Print one JSON object on stdout.")
@@ -73,10 +73,10 @@ extension ReseedCommand {
                 } else {
                     var lines = ["Published \(manifest.name) \(manifest.version) to \(fileURL(channel).path): \(manifest.file) (\(manifest.size) bytes"
                         + (published.copied ? "" : ", already there") + ")"
-                        + (manifest.compressed.map { ", \($0.file) (\($0.size) bytes)" } ?? "") + ", \(ChannelManifest.fileName) signed" + (manifest.expires.map { ", valid until \(RFC3339.string($0))" } ?? "") + "."]
+                        + (manifest.compressed?.encodings ?? []).map { ", \($0.file) (\($0.size) bytes)" }.joined() + ", \(ChannelManifest.fileName) signed" + (manifest.expires.map { ", valid until \(RFC3339.string($0))" } ?? "") + "."]
                     for delta in manifest.deltas {
                         let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
-                        lines.append("  delta from \(delta.fromVersion): \(delta.file.file) (\(delta.file.size) bytes"
+                        lines.append("  delta from \(delta.fromVersion): " + delta.file.encodings.map { "\($0.file) (\($0.size) bytes" }.joined(separator: "), ")
                             + (built?.format == SeedDelta.Format.schema.rawValue ? ", with schema changes" : "") + ")")
                         if let built { lines += SeedDeltaBuilder.contentLines(tables: built.tables, schemaObjects: built.schemaObjects, indent: "    ") }
                     }
@@ -106,6 +106,8 @@ extension ReseedCommand.Publish {
         /// The compressed seed file and its size.
         @NullWhenNil var compressedFile: String?
         @NullWhenNil var compressedSize: Int64?
+        /// The compressed seed in the other encodings (xz), which apps that read them take when smaller.
+        var compressedAlternatives: [Encoded]
         @NullWhenNil var contentHash: String?
         /// When the signed channel.json expires (RFC 3339, UTC).
         @NullWhenNil var expires: String?
@@ -119,12 +121,21 @@ extension ReseedCommand.Publish {
             var fromContentHash: String
             var file: String
             var size: Int64
+            /// The delta in the other encodings (xz).
+            var alternatives: [Encoded]
             /// 1 without schema changes, 2 with them.
             @NullWhenNil var format: Int?
             /// What it carries per table, and why.
             var tables: [SeedDeltaBuilder.TableCounts]
             /// The indexes, views and triggers it drops or creates.
             var schemaObjects: [SeedDeltaBuilder.SchemaObjectChange]
+        }
+
+        /// A channel file in another encoding: its name in the channel folder and its size.
+        struct Encoded: Encodable {
+            var encoding: String
+            var file: String
+            var size: Int64
         }
 
         struct Skipped: Encodable {
@@ -143,12 +154,14 @@ extension ReseedCommand.Publish {
             copied = published.copied
             compressedFile = manifest.compressed.map { _ in published.compressedURL.path }
             compressedSize = manifest.compressed?.size
+            let encoded = { (file: ChannelManifest.File) in Encoded(encoding: file.encoding, file: file.file, size: file.size) }
+            compressedAlternatives = (manifest.compressed?.alternatives ?? []).map(encoded)
             contentHash = manifest.contentHash
             expires = manifest.expires.map(RFC3339.string)
             deltas = manifest.deltas.map { delta in
                 let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
                 return Delta(
-                    fromVersion: delta.fromVersion, fromContentHash: delta.fromContentHash, file: delta.file.file, size: delta.file.size,
+                    fromVersion: delta.fromVersion, fromContentHash: delta.fromContentHash, file: delta.file.file, size: delta.file.size, alternatives: delta.file.alternatives.map(encoded),
                     format: built?.format, tables: built?.tables ?? [], schemaObjects: built?.schemaObjects ?? [])
             }
             skippedDeltas = published.skippedDeltas.map { Skipped(fromVersion: $0.fromVersion, reason: $0.reason) }

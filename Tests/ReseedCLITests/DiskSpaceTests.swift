@@ -128,7 +128,8 @@ import Testing
         // The copy the delta is applied to is the installed store's, not the new seed's size.
         let installedSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.size] as? Int64)
         #expect(installedSize != offered.manifest.size)
-        let needed = 2 * delta.file.size + DiskSpace.deltaInstall(installedSize: installedSize, deltaSize: delta.file.size)
+        let downloaded = delta.file.smallest.size
+        let needed = 2 * downloaded + DiskSpace.deltaInstall(installedSize: installedSize, deltaSize: downloaded)
         let updater = ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey,
                                      launcher: launcher(bundled, in: sandbox, available: needed - 1).0)
 

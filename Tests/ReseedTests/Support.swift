@@ -16,14 +16,15 @@ final class LaunchSandbox: Sendable {
         directory = try TemporaryDirectory(prefix: "reseed-test")
     }
 
-    /// A seed whose `item` table has `rows` rows labelled with the version; gzip-compressed when `compressed`.
-    func seed(_ version: String, rows: Int = 3, paddingBytes: Int = 0, compressed: Bool = false, sql extra: [String] = []) throws -> Seed {
+    /// A seed whose `item` table has `rows` rows labelled with the version; compressed with `codec` (default gzip) when `compressed`.
+    func seed(_ version: String, rows: Int = 3, paddingBytes: Int = 0, compressed: Bool = false, codec: SeedManifest.Compression = .gzip,
+              sql extra: [String] = []) throws -> Seed {
         var fixture = SeedFixture(name: "items", version: version, sql: [
             "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL)",
             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows)) INSERT INTO item (label) SELECT '\(version)-' || i FROM n",
         ] + extra, paddingBytes: paddingBytes)
-        fixture.compression = compressed ? .gzip : nil
-        return try fixture.build(in: directory.appending("seed-\(version)" + (compressed ? "-gz" : "")))
+        fixture.compression = compressed ? codec : nil
+        return try fixture.build(in: directory.appending("seed-\(version)" + (compressed ? "-" + codec.rawValue : "")))
     }
 
     func launcher(_ seed: Seed, _ configure: (inout Launcher.Configuration) -> Void = { _ in }) -> Launcher {

@@ -5,7 +5,7 @@ package enum Codecs {
     /// Every codec.
     package static let all: [any Codec] = SeedManifest.Compression.allCases.map(\.codec)
 
-    /// The codec `reseed package --compress` and `reseed publish` write.
+    /// The codec `reseed package --compress` writes, and `reseed publish` writes first (every channel offers it).
     package static var written: any Codec { SeedManifest.Compression.written.codec }
 
     /// The codec called `name`; nil for one this Reseed does not know.
@@ -14,19 +14,39 @@ package enum Codecs {
     }
 }
 
-/// gzip (RFC 1952: one member around raw deflate) over the system zlib: see `Gzip`.
-struct GzipCodec: Codec {
-    var name: String { Gzip.name }
-    var fileSuffix: String { Gzip.fileSuffix }
+/// A compression's codec: gzip over the system zlib (see `Gzip`), xz over the system liblzma (see `Xz`).
+struct CompressionCodec: Codec {
+    let compression: SeedManifest.Compression
+
+    var name: String { compression.rawValue }
+
+    var fileSuffix: String {
+        switch compression {
+        case .gzip: Gzip.fileSuffix
+        #if canImport(CLzma)
+        case .xz: Xz.fileSuffix
+        #endif
+        }
+    }
 
     func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
-        try Gzip.compress(from: source, to: destination)
+        switch compression {
+        case .gzip: try Gzip.compress(from: source, to: destination)
+        #if canImport(CLzma)
+        case .xz: try Xz.compress(from: source, to: destination)
+        #endif
+        }
     }
 
     func decompress(
         from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
         progress: (@Sendable (Int64) -> Void)?
     ) throws(CodecFailure) -> FileCopier.Result {
-        try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+        switch compression {
+        case .gzip: try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+        #if canImport(CLzma)
+        case .xz: try Xz.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
+        #endif
+        }
     }
 }

@@ -1,20 +1,28 @@
 import ReseedSystem
 
 extension SeedManifest {
-    /// How a seed file is compressed in the app bundle (the manifest's `"compression"`).
+    /// How a seed file is compressed in the app bundle (the manifest's `"compression"`), or a
+    /// channel file is encoded (its `"encoding"`).
     public enum Compression: String, Sendable, Hashable, CaseIterable {
         /// One gzip member (RFC 1952) around raw deflate: see <doc:CompressingTheSeed>.
         case gzip
+        #if canImport(CLzma)
+        /// One .xz stream (LZMA2), over the system liblzma: on Linux only, for now (an Apple app
+        /// does not know the case, and takes a channel's gzip).
+        case xz
+        #endif
 
-        /// The compression `reseed package --compress` writes.
+        /// The compression `reseed package --compress` writes, and every channel offers.
         public static let written = Compression.gzip
 
-        /// The codec that reads and writes it.
-        package var codec: any Codec {
-            switch self {
-            case .gzip: GzipCodec()
-            }
+        /// The compressions `reseed publish` writes each channel file in: ``written`` first (what
+        /// every app reads), then the others this platform has (xz on Linux), listed as its alternatives.
+        public static var published: [Compression] {
+            [written] + allCases.filter { $0 != written }
         }
+
+        /// The codec that reads and writes it.
+        package var codec: any Codec { CompressionCodec(compression: self) }
 
         /// The compression of a channel file encoded as `encoding`; nil for one this Reseed does not know.
         init?(encoding: String) {

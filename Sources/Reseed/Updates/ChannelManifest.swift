@@ -51,7 +51,14 @@ import ReseedSystem
 /// - `deltas`: row-level deltas (see <doc:RowLevelDeltas>), each from the seed whose content hash
 ///   is `fromContentHash`, gzip-compressed; `size` and `sha256` are the compressed file's.
 ///
-/// An entry whose `encoding` this reader does not know is skipped, not refused.
+/// An entry whose `encoding` this reader does not know is skipped, not refused. Since xz came in,
+/// `compressed` and each delta may list the same file in other encodings, which a reader that
+/// knows them prefers when smaller (``File/smallest``) and an older reader ignores:
+///
+/// ```json
+///   "compressed": {"encoding": "gzip", "file": "triage-2.1.0.sqlite.gz", "size": 9412, "sha256": "…",
+///                  "alternatives": [{"encoding": "xz", "file": "triage-2.1.0.sqlite.xz", "size": 7630, "sha256": "…"}]}
+/// ```
 ///
 /// `expires` (RFC 3339 in UTC, see ``RFC3339``), written by every `reseed publish` since
 /// channel trust came in, is the time after which an app refuses the manifest
@@ -101,6 +108,9 @@ public struct ChannelManifest: Sendable, Hashable {
         public var size: Int64
         /// Lowercase hex SHA-256 of its bytes as stored.
         public var sha256: String
+        /// The same file in other encodings this Reseed reads (the JSON's `alternatives`, which older
+        /// readers ignore): an update downloads the ``smallest``. Empty by default.
+        public var alternatives: [File] = []
 
         /// A channel file from its fields; the encoding defaults to the codec `reseed publish` writes.
         public init(encoding: String = SeedManifest.Compression.written.rawValue, file: String, size: Int64, sha256: String) {
@@ -300,14 +310,15 @@ public struct ChannelManifest: Sendable, Hashable {
         let entry = ManifestFields(root: node, path: fields.path, step: .checkManifest)
         do throws(ReseedError) {
             let encoding = try entry.string("encoding")
-            guard File.knownEncodings.contains(encoding) else { return nil }
+            let alternative = { (node: JSONNode, field: String) throws(ReseedError) in try Self.file(node, field: field, limit: limit, fields: fields) }
+            guard File.knownEncodings.contains(encoding) else { return try File.withAlternatives(nil, of: node, field: field, fields: fields, reading: alternative) }
             let file = try entry.string("file")
             guard SeedManifest.isPlainFileName(file), !file.hasPrefix(".") else {
                 throw entry.invalid("file", "\(JSONNode.quote(file)) is not a plain file name")
             }
             let size = try entry.integer("size", in: 1...max(1, limit))
             guard let sha256 = try entry.optionalSHA256("sha256") else { throw entry.invalid("sha256", "missing") }
-            return File(encoding: encoding, file: file, size: size, sha256: sha256)
+            return try File.withAlternatives(File(encoding: encoding, file: file, size: size, sha256: sha256), of: node, field: field, fields: fields, reading: alternative)
         } catch {
             throw fields.invalid(field, error.message)
         }

@@ -29,8 +29,9 @@ extension ChannelUpdater {
         async throws(InstallPipeline.Failure) -> DeltaFile
     {
         let directory = context.directory
+        let file = delta.file.smallest
         let download = SeedDownload(
-            store: manifest.name, kind: "delta", size: delta.file.size, sha256: delta.file.sha256, url: channelURL.appendingPathComponent(delta.file.file),
+            store: manifest.name, kind: "delta", size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
             directory: directory, transfer: configuration.transfer(), progress: downloadProgress,
             keeping: manifest.offeredSHA256)
         // Before any byte: a disk too short for the delta is shorter still for the full seed, so this
@@ -38,7 +39,7 @@ extension ChannelUpdater {
         try InstallPipeline.during(.environment) { () throws(ReseedError) in
             let installedSize = try DiskSpace.installedSize(of: StoreLayout(store: manifest.name).storeFileName, in: directory)
             try DiskSpace(purpose: "download and install \(manifest.name) \(manifest.version) from a delta", needed: DiskSpace.deltaUpdate(
-                deltaSize: delta.file.size, alreadyDownloaded: download.alreadyDownloaded, installedSize: installedSize)).check(in: directory)
+                deltaSize: file.size, alreadyDownloaded: download.alreadyDownloaded, installedSize: installedSize)).check(in: directory)
         }
         let downloaded: SeedDownload.Result
         do {
@@ -47,7 +48,7 @@ extension ChannelUpdater {
             throw InstallPipeline.Failure(error, origin: .source)
         }
         received += downloaded.received
-        let deltaName = StoreLayout(store: manifest.name).deltaName(sha256: delta.file.sha256)
+        let deltaName = StoreLayout(store: manifest.name).deltaName(sha256: file.sha256)
         let removeFiles: @Sendable () -> Void = {
             download.removeFiles()
             for file in [deltaName] + StoreLayout.sidecars(of: deltaName) { _ = try? directory.remove(file) }
@@ -55,7 +56,7 @@ extension ChannelUpdater {
         do {
             try await offload("reseed-delta") { () throws(InstallPipeline.Failure) in
                 try InstallPipeline.during(.source) { () throws(ReseedError) in
-                    try self.decompress(downloaded.file, encoding: delta.file.encoding, into: deltaName, limit: manifest.size, in: directory)
+                    try self.decompress(downloaded.file, encoding: file.encoding, into: deltaName, limit: manifest.size, in: directory)
                 }
             }
         } catch {
@@ -86,8 +87,8 @@ extension ChannelUpdater {
 }
 
 extension ChannelManifest {
-    /// The SHA-256 of every file the manifest offers: the seed, its compressed form, the deltas.
+    /// The SHA-256 of every file the manifest offers: the seed, its compressed forms, the deltas in each encoding.
     var offeredSHA256: Set<String> {
-        Set([facts.sha256] + (compressed.map { [$0.sha256] } ?? []) + deltas.map(\.file.sha256))
+        Set([facts.sha256] + (compressed?.encodings ?? []).map(\.sha256) + deltas.flatMap(\.file.encodings).map(\.sha256))
     }
 }

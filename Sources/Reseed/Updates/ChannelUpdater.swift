@@ -319,11 +319,12 @@ public struct ChannelUpdater: Sendable {
         logger.info("downloading a seed from the channel", metadata: [
             "channel": "\(channelURL.absoluteString)", "version": "\(manifest.version)", "previous": "\(context.installed ?? "none")",
         ])
-        // The compressed seed when the channel offers it: the install decompresses it into its temp file,
+        // The compressed seed when the channel offers it (its smallest encoding): the install decompresses it into its temp file,
         // checking the database's own size and SHA-256 there.
-        let file = manifest.compressed ?? ChannelManifest.File(encoding: "identity", file: manifest.file, size: manifest.size, sha256: manifest.sha256)
+        let compressed = manifest.compressed?.smallest
+        let file = compressed ?? ChannelManifest.File(encoding: "identity", file: manifest.file, size: manifest.size, sha256: manifest.sha256)
         let download = SeedDownload(
-            store: manifest.name, kind: manifest.compressed == nil ? "seed" : "compressed seed", size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
+            store: manifest.name, kind: compressed == nil ? "seed" : "compressed seed", size: file.size, sha256: file.sha256, url: channelURL.appendingPathComponent(file.file),
             directory: context.directory, transfer: configuration.transfer(), progress: downloadProgress,
             keeping: manifest.offeredSHA256)
         // Before any byte: the rest of the download and the install's temp copy must fit beside the store.
@@ -331,7 +332,7 @@ public struct ChannelUpdater: Sendable {
             downloadSize: file.size, alreadyDownloaded: download.alreadyDownloaded, seedSize: manifest.size)).check(in: context.directory)
         let downloaded = try await download.run()
         var seedManifest = manifest.seedManifest(file: downloaded.file)
-        seedManifest.compression = manifest.compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }
+        seedManifest.compression = compressed.flatMap { SeedManifest.Compression(encoding: $0.encoding) }
         // The download, as a seed beside the channel's manifest would be: its file in the data directory.
         let seed = Seed(manifestURL: context.directory.url.appendingPathComponent(ChannelManifest.fileName, isDirectory: false), manifest: seedManifest)
         var request = InstallPipeline.Request(seed, from: .download, expecting: .some(context.installed))

@@ -6,6 +6,7 @@ extension ChannelManifest {
     /// The manifest as JSON: fixed key order, two-space indent, a final newline. These are the bytes that get signed.
     ///
     /// The format-2 keys (`contentHash`, `compressed`, `deltas`) come after the seed's facts, each only when there is one; then `expires`, and the format-3 `issued`, `channel` and `keys`.
+    /// A channel file's other encodings (xz) are its `alternatives`, after its own members.
     public func encoded() -> Data {
         var lines = ["  \"format\": \(format)", "  \"minimumFormat\": \(minimumFormat)"] + facts.jsonLines
         if let contentHash { lines.append("  \"contentHash\": \(JSONNode.quote(contentHash))") }
@@ -27,8 +28,11 @@ extension ChannelManifest {
 }
 
 extension ChannelManifest.File {
-    /// The object's members, in a fixed order, without the braces.
+    /// The object's members, in a fixed order, without the braces: its own four first (all a reader
+    /// older than xz reads), then `alternatives` when there are any.
     var jsonMembers: String {
-        "\"encoding\": \(JSONNode.quote(encoding)), \"file\": \(JSONNode.quote(file)), \"size\": \(size), \"sha256\": \(JSONNode.quote(sha256))"
+        let own = "\"encoding\": \(JSONNode.quote(encoding)), \"file\": \(JSONNode.quote(file)), \"size\": \(size), \"sha256\": \(JSONNode.quote(sha256))"
+        guard !alternatives.isEmpty else { return own }
+        return own + ", \"alternatives\": [" + alternatives.map { "{" + $0.jsonMembers + "}" }.joined(separator: ", ") + "]"
     }
 }

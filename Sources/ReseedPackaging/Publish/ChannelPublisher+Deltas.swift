@@ -98,19 +98,19 @@ extension ChannelPublisher {
         }
         let full = manifest.compressed?.size ?? manifest.size
         // Checked before the file takes its name: a delta too heavy to publish never replaces one the live channel.json names.
-        guard let file = try publishCompressed(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true, limit: full / 2) else {
+        guard let file = try publishEncoded(of: directory.path(raw), as: release.deltaFile, in: directory, replacing: true, limit: full / 2) else {
             return .failure(Skipped(message: "the delta weighs more than half the \(manifest.compressed == nil ? "" : "compressed ")seed's \(full) bytes"))
         }
         return .success((ChannelManifest.Delta(fromVersion: release.version, fromContentHash: summary.fromContentHash, file: file), summary))
     }
 
-    /// Compresses the file at `sourcePath` with ``Codecs/written`` into the channel file `name` (temp file, fsync, rename, folder
+    /// Compresses the file at `sourcePath` with `codec` into the channel file `name` (temp file, fsync, rename, folder
     /// fsync), unless the folder holds it already with the same bytes. When `name` exists with other
     /// bytes: an error (a client may be downloading it: a published file never changes), unless
     /// `replacing` (a delta, which only this publish's manifest will name; a client downloading the
     /// old one finds its SHA-256 wrong and falls back to the full seed).
     /// Returns nil, writing nothing under `name`, when the compressed file is over `limit` bytes.
-    func publishCompressed(of sourcePath: String, as name: String, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
+    func publishCompressed(of sourcePath: String, as name: String, with codec: any Codec, in directory: Directory, replacing: Bool = false, limit: Int64 = .max)
         throws(PackagingError) -> ChannelManifest.File?
     {
         let temporary = StoreLayout.temporaryName(of: name)
@@ -119,7 +119,7 @@ extension ChannelPublisher {
         let written = try packaging(.publish, path: target) { () throws -> FileFacts in
             let source = try FileSystem.openRegularFile(sourcePath)
             try directory.writeTemporary(temporary, write: { destination in
-                _ = try Codecs.written.compress(from: source, to: destination)
+                _ = try codec.compress(from: source, to: destination)
             }, check: { _ in })
             return try FileFacts(path: directory.path(temporary))
         }
@@ -127,7 +127,7 @@ extension ChannelPublisher {
         if try packaging(.publish, path: target, { try directory.status(name) }) != nil {
             let existing = try packaging(.publish, path: target) { try FileFacts(path: target) }
             if existing.sha256 == written.sha256 {
-                return ChannelManifest.File(file: name, size: existing.size, sha256: existing.sha256)
+                return ChannelManifest.File(encoding: codec.name, file: name, size: existing.size, sha256: existing.sha256)
             }
             guard replacing else {
                 throw PackagingError(.invalidArgument, step: .publish, path: target,
@@ -138,6 +138,6 @@ extension ChannelPublisher {
             try directory.rename(temporary, to: name)
             try directory.sync()
         }
-        return ChannelManifest.File(file: name, size: written.size, sha256: written.sha256)
+        return ChannelManifest.File(encoding: codec.name, file: name, size: written.size, sha256: written.sha256)
     }
 }

@@ -12,11 +12,13 @@ import SystemPackage
 ///    folder fsync); a file already there under that name must hold the same bytes, since a
 ///    client may be downloading it; its content hash is computed (and must be the manifest's, when it states one);
 /// 1b. the seed is gzip-compressed as `<name>-<version>.sqlite.gz` (level 9, one thread: the
-///    same seed always gives the same bytes), and for each of the last ``deltas`` releases the
+///    same seed always gives the same bytes) and, where liblzma is (Linux), xz-compressed beside it as
+///    `.sqlite.xz` (listed as the gzip's alternative: apps that read xz take the smaller), and for each of the last ``deltas`` releases the
 ///    channel offered (read from the `channel.json` being replaced, and its list of deltas) whose
 ///    seed file is still in the folder, a row-level delta from it is built, checked by applying it,
-///    and compressed as `<name>-<version>.from-<earlier>.delta.gz` (format 2 across a schema change);
-///    a delta that cannot express the change, or weighs more than half the compressed seed, is not published;
+///    and compressed as `<name>-<version>.from-<earlier>.delta.gz` (and `.delta.xz`, as the seed) (format 2
+///    across a schema change); a delta that cannot express the change, or whose gzip weighs more than half
+///    the gzip seed, is not published;
 /// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync)
 ///    by two lines: the new manifest's signature, then the old manifest's;
 /// 3. then `channel.json` the same way;
@@ -69,7 +71,7 @@ public struct ChannelPublisher: Sendable {
     /// it would roll the channel back. Devices still refuse a lower version unless the release they have
     /// was signed by a key since removed (see ``ChannelKeysEditor``) or their updater allows downgrades.
     public var allowsDowngrade = false
-    /// Whether the seed is also published gzip-compressed (clients then download that). Default true;
+    /// Whether the seed is also published compressed, gzip and (on Linux) xz (clients then download the smallest they read). Default true;
     /// a seed of data that does not compress (images, say) gains nothing from it.
     public var compresses = true
     /// How long the manifest stays valid: its `expires` is the publish time plus this, and apps
@@ -119,12 +121,12 @@ public struct ChannelPublisher: Sendable {
         let earlier = previousReleases(of: manifest, after: current)
         let compressedFile = file + Codecs.written.fileSuffix
         try packaging(.publish, path: channel.path) {
-            let names = [file, compressedFile, ChannelManifest.signatureFileName, ChannelManifest.fileName] + earlier.map(\.deltaFile)
+            let names = [file, ChannelManifest.signatureFileName, ChannelManifest.fileName] + ([compressedFile] + earlier.map(\.deltaFile)).flatMap(Self.encodedNames)
             try directory.removeTemporaryFiles { leftover in names.contains { StoreLayout.isTemporary(leftover, of: $0) } }
         }
         let copied = try copySeed(seed, as: file, into: directory)
         (manifest.contentHash, manifest.incrementalContentHash) = try checkContentHash(of: file, seed: seed, in: directory)
-        if compresses { manifest.compressed = try publishCompressed(of: directory.path(file), as: compressedFile, in: directory) }
+        if compresses { manifest.compressed = try publishEncoded(of: directory.path(file), as: compressedFile, in: directory) }
         var skipped: [(fromVersion: String, reason: String)] = []
         var contents: [(fromVersion: String, built: SeedDeltaBuilder.Built)] = []
         for release in earlier.prefix(deltas) {

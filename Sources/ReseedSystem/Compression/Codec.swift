@@ -1,6 +1,6 @@
-/// A way a seed file or a channel file is compressed: gzip today. A new codec (zstd, LZFSE) is its
-/// implementation in this folder, a type conforming to this protocol beside Reseed's `Codecs`, and
-/// its name as a case of Reseed's `SeedManifest.Compression` (which `Codecs.all` lists).
+/// A way a seed file or a channel file is compressed: gzip, and xz where liblzma is (Linux). A new
+/// codec (zstd, LZFSE) is its implementation in this folder, and a case of Reseed's
+/// `SeedManifest.Compression` (which conforms to this protocol, and `Codecs.all` lists).
 ///
 /// Both directions stream between two descriptors through bounded buffers: a seed of any size is
 /// never held in memory, and the same input gives the same bytes on every platform and run.

@@ -1,5 +1,4 @@
 import CZlib
-import Crypto
 import SystemPackage
 
 /// The gzip codec of compressed seeds (RFC 1952: one member around raw deflate), over the system zlib.
@@ -108,26 +107,7 @@ package enum Gzip {
         from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
         progress: (@Sendable (Int64) -> Void)? = nil
     ) throws(CodecFailure) -> FileCopier.Result {
-        source.adviseSequential()
-        var decoder = try GzipDecoder(limit: limit)
-        var hasher = hashing ? SHA256() : nil
-        let input = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 4096)
-        defer { input.deallocate() }
-        var total: Int64 = 0
-        while true {
-            let count: Int
-            do { count = try source.read(into: input) } catch { throw .io(error) }
-            if count == 0 { break }
-            try decoder.feed(UnsafeRawBufferPointer(rebasing: input[0..<count])) { (piece) throws(CodecFailure) in
-                hasher?.update(bufferPointer: piece)
-                try write(destination, piece)
-                destination.startWriteback(from: total, count: Int64(piece.count))
-                total += Int64(piece.count)
-                progress?(total)
-            }
-        }
-        try decoder.finish()
-        return FileCopier.Result(bytes: total, sha256: hasher.map { $0.finalize().hexString }, method: .decode)
+        try GzipDecoder(limit: limit).decode(from: source, to: destination, hashing: hashing, progress: progress)
     }
 
     private static func write(_ file: borrowing OwnedDescriptor, _ bytes: [UInt8]) throws(CodecFailure) {

@@ -21,7 +21,7 @@ import CZlib
 /// try decoder.feed(piece) { output in hasher.update(bufferPointer: output) }
 /// try decoder.finish()
 /// ```
-package struct GzipDecoder: ~Copyable {
+package struct GzipDecoder: StreamDecoder, ~Copyable {
     /// The most bytes the stream may decompress to.
     package let limit: Int64
     /// The decompressed bytes handed out so far.

@@ -20,6 +20,7 @@ import Testing
         #expect(durable == [
             "rename items-1.1.0.sqlite", "syncDirectory",
             "rename items-1.1.0.sqlite.gz", "syncDirectory",
+            "rename items-1.1.0.sqlite.xz", "syncDirectory",
             "rename channel.json.sig", "syncDirectory",
             "rename channel.json", "syncDirectory",
         ])

@@ -26,29 +26,21 @@ import Testing
         let plain = directory.appending("plain"), packed = directory.appending("packed"), unpacked = directory.appending("unpacked")
         try original.write(to: plain)
         let codec = compression.codec
-        try Self.withDescriptors(plain, packed) { source, destination in
+        try directory.withDescriptors(plain, packed) { source, destination in
             let sizes = try codec.compress(from: source, to: destination)
             #expect(sizes.read == Int64(original.count))
             #expect(sizes.written < sizes.read)
         }
-        try Self.withDescriptors(packed, unpacked) { source, destination in
+        try directory.withDescriptors(packed, unpacked) { source, destination in
             let result = try codec.decompress(from: source, to: destination, limit: Int64(original.count), hashing: true, progress: nil)
             #expect(result.bytes == Int64(original.count))
         }
         #expect(try Data(contentsOf: unpacked) == original)
         try FileManager.default.removeItem(at: unpacked)
-        try Self.withDescriptors(packed, unpacked) { source, destination in
+        try directory.withDescriptors(packed, unpacked) { source, destination in
             #expect(throws: CodecFailure.tooLong(limit: 1000)) {
                 try codec.decompress(from: source, to: destination, limit: 1000, hashing: false, progress: nil)
             }
         }
-    }
-
-    static func withDescriptors(
-        _ input: URL, _ output: URL, _ body: (borrowing OwnedDescriptor, borrowing OwnedDescriptor) throws -> Void
-    ) throws {
-        let source = try FileSystem.openRegularFile(input.path)
-        let destination = try FileSystem().openDirectory(output.deletingLastPathComponent(), create: false).createExclusive(output.lastPathComponent)
-        try body(source, destination)
     }
 }

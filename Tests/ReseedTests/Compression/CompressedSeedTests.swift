@@ -8,11 +8,12 @@ import Testing
 
 /// Seeds shipped as `<name>.sqlite.gz`: installed decompressed, checked as the database they hold.
 @Suite struct CompressedSeedTests {
-    @Test func compressedSeedInstallsTheDatabase() throws {
+    @Test(arguments: SeedManifest.Compression.allCases)
+    func compressedSeedInstallsTheDatabase(codec: SeedManifest.Compression) throws {
         let sandbox = try LaunchSandbox()
-        let seed = try sandbox.seed("1.0.0", rows: 500, compressed: true)
-        #expect(seed.manifest.file == "items.sqlite.gz")
-        #expect(seed.manifest.compression == .gzip)
+        let seed = try sandbox.seed("1.0.0", rows: 500, compressed: true, codec: codec)
+        #expect(seed.manifest.file == "items.sqlite" + codec.codec.fileSuffix)
+        #expect(seed.manifest.compression == codec)
         #expect(!FileManager.default.fileExists(atPath: seed.fileURL.deletingLastPathComponent().appendingPathComponent("items.sqlite").path))
         // The manifest describes the database; the bundle holds less.
         let gzipSize = try #require(try FileManager.default.attributesOfItem(atPath: seed.fileURL.path)[.size] as? Int64)
@@ -46,14 +47,14 @@ import Testing
     }
 
     /// A damaged, a truncated and a bomb of a compressed seed: the old store and the preferences stay, byte for byte.
-    @Test(arguments: ["flipped", "truncated", "bomb"])
-    func badCompressedSeedLeavesTheStoreUntouched(damage: String) throws {
+    @Test(arguments: ["flipped", "truncated", "bomb"], SeedManifest.Compression.allCases)
+    func badCompressedSeedLeavesTheStoreUntouched(damage: String, codec: SeedManifest.Compression) throws {
         let sandbox = try LaunchSandbox()
         try sandbox.install(try sandbox.seed("1.0.0"))
         let store = try Data(contentsOf: sandbox.storeURL)
         let preferences = try Data(contentsOf: sandbox.preferencesURL)
         let files = try sandbox.files()
-        let seed = try sandbox.seed("2.0.0", rows: 2_000, compressed: true)
+        let seed = try sandbox.seed("2.0.0", rows: 2_000, compressed: true, codec: codec)
         var bytes = try [UInt8](Data(contentsOf: seed.fileURL))
         switch damage {
         case "flipped": bytes[bytes.count / 2] ^= 0x5a

@@ -24,36 +24,12 @@ import Testing
     }
 
     static func compressed(_ bytes: [UInt8], in folder: TemporaryDirectory, as name: String = "data") throws -> URL {
-        let plain = folder.appending(name)
-        try Data(bytes).write(to: plain)
-        let gz = folder.appending(name + ".gz")
-        let source = try FileSystem.openRegularFile(plain.path)
-        #expect(FileManager.default.createFile(atPath: gz.path, contents: nil))
-        let destination = try FileSystem.openRegularFile(gz.path, access: .writeOnly)
-        let sizes = try Gzip.compress(from: source, to: destination)
-        #expect(sizes.read == Int64(bytes.count))
-        #expect(sizes.written == Int64(try Data(contentsOf: gz).count))
-        return gz
+        try StreamChecks.compressed(bytes, with: SeedManifest.Compression.gzip.codec, in: folder, as: name)
     }
 
     /// Decodes `stream` in pieces of `piece` bytes; the output, or the failure.
     static func decode(_ stream: [UInt8], limit: Int64 = .max, piece: Int = 1 << 16) -> Result<[UInt8], CodecFailure> {
-        stream.withUnsafeBytes { all in
-            do throws(CodecFailure) {
-                var decoder = try GzipDecoder(limit: limit)
-                var output: [UInt8] = []
-                var start = 0
-                while start < all.count {
-                    let end = min(all.count, start + piece)
-                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[start..<end])) { output += $0 }
-                    start = end
-                }
-                try decoder.finish()
-                return .success(output)
-            } catch {
-                return .failure(error)
-            }
-        }
+        StreamChecks.decode(stream, limit: limit, piece: piece) { (limit) throws(CodecFailure) in try GzipDecoder(limit: limit) }
     }
 
     static func shell(_ command: String) throws -> (status: Int32, output: Data) {
@@ -72,27 +48,7 @@ import Testing
 
     @Test(arguments: [0, 1, 65_535, 65_536, 65_537, 3 << 20 | 7])
     func roundTripMatchesGzip(size: Int) throws {
-        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
-        let bytes = Self.sample(size, seed: UInt64(size))
-        let gz = try Self.compressed(bytes, in: folder)
-        // gzip(1) reads ours (and checks its CRC and length).
-        let theirs = try Self.shell("gzip -dc \(Self.quoted(gz))")
-        #expect(theirs.status == 0)
-        #expect(theirs.output == Data(bytes))
-        // Ours, through files, with the SHA-256 of the output.
-        let out = folder.appending("out")
-        #expect(FileManager.default.createFile(atPath: out.path, contents: nil))
-        let source = try FileSystem.openRegularFile(gz.path)
-        let destination = try FileSystem.openRegularFile(out.path, access: .writeOnly)
-        let result = try Gzip.decompress(from: source, to: destination, limit: Int64(size), hashing: true)
-        #expect(result.bytes == Int64(size))
-        #expect(try Data(contentsOf: out) == Data(bytes))
-        #expect(result.sha256 == (try FileFacts(path: out.path)).sha256)
-        // In pieces of every awkward size.
-        let stream = try [UInt8](Data(contentsOf: gz))
-        for piece in [1, 7, 4096] where stream.count / piece < 200_000 {
-            #expect(try Self.decode(stream, piece: piece).get() == bytes)
-        }
+        try StreamChecks.roundTrip(size: size, codec: SeedManifest.Compression.gzip.codec, tool: "gzip") { Self.decode($0, piece: $1) }
     }
 
     @Test(arguments: ["-9n", "-9", "-1"])
@@ -121,16 +77,7 @@ import Testing
     @Test func refusesAStreamCutAnywhere() throws {
         let folder = try TemporaryDirectory(prefix: "reseed-gzip")
         let stream = try [UInt8](Data(contentsOf: Self.compressed(Self.sample(8_000, seed: 2), in: folder)))
-        var failures = FuzzFailures()
-        for cut in 0..<stream.count {
-            let result = Self.decode(Array(stream.prefix(cut)), piece: 1 << 20)
-            guard case .failure(.invalid(let reason)) = result else {
-                failures.check(false, "cut at \(cut): \(result)")
-                continue
-            }
-            failures.check(reason.hasPrefix("truncated"), "cut at \(cut): \(reason)")
-        }
-        #expect(failures.count == 0, "\(failures.summary)")
+        StreamChecks.expectEveryCutTruncated(stream) { Self.decode($0, piece: 1 << 20) }
     }
 
     @Test func refusesAWrongTrailer() throws {
@@ -202,25 +149,9 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "reseed-gzip")
         let original = Self.sample(12_000, seed: 8)
         let stream = try [UInt8](Data(contentsOf: Self.compressed(original, in: folder)))
-        var random = SplitMix64(seed: 0x9217)
-        var failures = FuzzFailures()
-        var accepted = 0
-        for index in 0..<1_500 {
-            var damaged = stream
-            for _ in 0..<random.int(1..<4) {
-                damaged[random.int(0..<damaged.count)] ^= UInt8(truncatingIfNeeded: random.int(1..<256))
-            }
-            switch Self.decode(damaged, limit: Int64(original.count) * 4, piece: random.pick([1, 100, 1 << 16])) {
-            case .success(let output):
-                accepted += 1
-                failures.check(output == original, "case \(index): accepted different output")
-            case .failure(.invalid), .failure(.tooLong):
-                break
-            case .failure(let other):
-                failures.check(false, "case \(index): \(other)")
-            }
-        }
-        #expect(failures.count == 0, "\(failures.summary)")
+        let accepted = StreamChecks.acceptedDamaged(stream, original: original, cases: 1_500, seed: 0x9217,
+                                                    damage: { bytes, _, random in StreamChecks.flipBytes(&bytes, random: &random) },
+                                                    decode: { Self.decode($0, limit: $1, piece: $2) })
         // Only flips in MTIME, XFL or OS pass: a few percent of the cases at most.
         #expect(accepted < 150)
     }

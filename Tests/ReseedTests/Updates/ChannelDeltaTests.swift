@@ -56,8 +56,8 @@ import Testing
         #expect(outcome.version == "1.1.0")
         #expect(outcome.fromContentHash == bundled.manifest.contentHash)
         #expect(outcome.deltaFailure == nil)
-        #expect(outcome.downloadedBytes == delta.file.size)
-        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/" + delta.file.file])
+        #expect(outcome.downloadedBytes == delta.file.smallest.size)
+        #expect(try sandbox.server.requests().dropFirst(before).map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json", "/" + delta.file.smallest.file])
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recorded() == ("1.1.0", .download))
@@ -134,7 +134,7 @@ import Testing
         let sandbox = try ChannelSandbox.inMemory()
         let (bundled, offered, published) = try installedAndPublished(sandbox)
         let delta = try #require(published.manifest.deltas.first)
-        let url = sandbox.channel.appendingPathComponent(delta.file.file)
+        let url = sandbox.channel.appendingPathComponent(delta.file.smallest.file)
         var bytes = try Data(contentsOf: url)
         bytes[bytes.count / 2] ^= 0x40
         try bytes.write(to: url)
@@ -147,7 +147,7 @@ import Testing
         let sandbox = try ChannelSandbox.inMemory()
         let (bundled, offered, published) = try installedAndPublished(sandbox)
         let delta = try #require(published.manifest.deltas.first)
-        try FileManager.default.removeItem(at: sandbox.channel.appendingPathComponent(delta.file.file))
+        try FileManager.default.removeItem(at: sandbox.channel.appendingPathComponent(delta.file.smallest.file))
 
         let outcome = try await sandbox.updater(bundled).update()
         try expectFullSeed(outcome, because: "404", offered: offered, in: sandbox)
@@ -198,18 +198,18 @@ import Testing
         let otherPublished = try other.publish(try other.release("1.1.0", generation: 2), compressed: true)
         let otherDelta = try #require(otherPublished.manifest.deltas.first)
         #expect(otherDelta.fromContentHash == delta.fromContentHash)
-        let target = sandbox.channel.appendingPathComponent(delta.file.file)
+        let target = sandbox.channel.appendingPathComponent(delta.file.smallest.file)
         try FileManager.default.removeItem(at: target)
-        try FileManager.default.copyItem(at: other.channel.appendingPathComponent(otherDelta.file.file), to: target)
+        try FileManager.default.copyItem(at: other.channel.appendingPathComponent(otherDelta.file.smallest.file), to: target)
         try sandbox.resign { text in
-            text = text.replacingOccurrences(of: "\"size\": \(delta.file.size), \"sha256\": \"\(delta.file.sha256)\"",
-                                             with: "\"size\": \(otherDelta.file.size), \"sha256\": \"\(otherDelta.file.sha256)\"")
+            text = text.replacingOccurrences(of: "\"size\": \(delta.file.smallest.size), \"sha256\": \"\(delta.file.smallest.sha256)\"",
+                                             with: "\"size\": \(otherDelta.file.smallest.size), \"sha256\": \"\(otherDelta.file.smallest.sha256)\"")
         }
 
         let outcome = try await sandbox.updater(bundled).update()
         try expectFullSeed(outcome, because: "content hash", offered: offered, in: sandbox)
         // Both downloads count: the delta that failed, then the compressed seed.
-        #expect(outcome.downloadedBytes == otherDelta.file.size + (published.manifest.compressed?.size ?? 0))
+        #expect(outcome.downloadedBytes == otherDelta.file.smallest.size + (published.manifest.compressed?.smallest.size ?? 0))
     }
 
     @Test func aSingleFileStoreTheAppWroteToFallsBackToTheFullSeed() async throws {
@@ -234,7 +234,7 @@ import Testing
         #expect(published.manifest.deltas.isEmpty)
         #expect(published.skippedDeltas.map(\.fromVersion) == ["1.0.0"])
         #expect(published.skippedDeltas.first?.reason.contains("weighs more than half") == true, "\(published.skippedDeltas)")
-        let compressed = try #require(published.manifest.compressed)
+        let compressed = try #require(published.manifest.compressed?.smallest)
         let before = try sandbox.server.requests().count
 
         let outcome = try await sandbox.updater(bundled).update()
@@ -251,7 +251,7 @@ import Testing
         let bundled = try sandbox.release("1.0.0", generation: 0)
         try sandbox.launch(bundled)
         let published = try sandbox.publish(try sandbox.release("1.1.0", generation: 1), compressed: true)
-        let url = sandbox.channel.appendingPathComponent(try #require(published.manifest.compressed).file)
+        let url = sandbox.channel.appendingPathComponent(try #require(published.manifest.compressed?.smallest).file)
         var bytes = try Data(contentsOf: url)
         bytes[bytes.count / 3] ^= 0x01
         try bytes.write(to: url)
@@ -277,7 +277,7 @@ import Testing
         let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, store: store,
                                                configuration: sandbox.configuration()).update()
         #expect(outcome.method == .delta)
-        #expect(outcome.downloadedBytes == published.manifest.deltas.first?.file.size)
+        #expect(outcome.downloadedBytes == published.manifest.deltas.first?.file.smallest.size)
         #expect(store.version == "1.1.0")
         #expect(try await store.read { try String.fetchOne($0, sql: "SELECT label FROM item WHERE id = 301") }?.hasSuffix("updated in 1") == true)
         #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3000 - 6 + 2)
@@ -382,7 +382,7 @@ import Testing
 
         let outcome = try await sandbox.updater(bundled).update()
         #expect(outcome.method == .delta)
-        #expect(outcome.downloadedBytes == delta.file.size)
+        #expect(outcome.downloadedBytes == delta.file.smallest.size)
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
         #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
         let trigger = try await DatabaseQueue(path: sandbox.storeURL.path).read {
