@@ -9,7 +9,7 @@ import SystemPackage
 ///
 /// Both seeds are attached read-only to one connection on the new delta file, and each table's
 /// deleted, updated and inserted rows are found and written by set-based SQL, matching rows by
-/// key exactly (storage class and bytes: `1`, `1.0`, `'1'` and `x'31'` differ, and so do `'A'`
+/// content where the key does not identify them, else by key exactly (storage class and bytes: `1`, `1.0`, `'1'` and `x'31'` differ, and so do `'A'`
 /// and `'a'` under `NOCASE`). An updated row carries only its changed values. Then the delta is
 /// applied to a copy of the old seed, which must reach the new seed's content hash; a delta
 /// that does not is never returned. The same two seeds give a byte-identical delta file.
@@ -80,9 +80,11 @@ public enum SeedDeltaBuilder {
     ///
     /// A schema change makes a format-2 delta: tables added or whose definition changed are
     /// shipped whole, dropped tables dropped, and indexes, views and triggers dropped and created
-    /// from their `CREATE` statements. Not expressible: seeds in different text encodings, a table
-    /// whose key holds NULL, a change to a virtual table that is not FTS3/4/5 or R-tree keeping its
-    /// text, and anything the verification catches (a zero whose sign alone changed, say).
+    /// from their `CREATE` statements. The rows of a table without a primary key, or whose key holds
+    /// NULL, are matched by content, and rows that only moved travel as runs of rowids (format 3). A
+    /// table whose rows SQLite refuses row by row is shipped whole. Not expressible: seeds in different
+    /// text encodings, a change to a virtual table that is not FTS3/4/5 or R-tree keeping its text,
+    /// and anything else the verification catches (a zero whose sign alone changed, say).
     /// `user_version` and `application_id` changes are expressed.
     ///
     /// - Parameters:
