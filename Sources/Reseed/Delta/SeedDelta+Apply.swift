@@ -84,6 +84,9 @@ extension SeedDelta {
 
         /// With `keyedByRowid` (format 3), each row's `moved` too: NULL, or the rows a table keyed by rowid moves.
         private func readTables(keyedByRowid: Bool) throws -> [Header.Table] {
+            if keyedByRowid, try Bool.fetchOne(db, sql: "SELECT count(*) = 0 FROM pragma_table_info(?, ?) WHERE name = 'moved'", arguments: [Names.tables, schema]) == true {
+                throw invalid("the delta has format 3 but its \(Names.tables) has no moved column")
+            }
             let rows = try Row.fetchAll(db, sql: """
                 SELECT idx, CASE WHEN length(CAST(name AS BLOB)) <= 4096 THEN name END AS name, deleted, updated, inserted\(keyedByRowid ? ", moved" : "")
                 FROM \(schema).\(Names.tables) ORDER BY idx LIMIT \(SeedDelta.maxTables + 1)

@@ -193,6 +193,8 @@ import Testing
             "UPDATE reseed_delta_tables SET moved = 'twelve'",
             "UPDATE reseed_delta_tables SET moved = -1",
             "UPDATE reseed_delta_tables SET moved = 13",
+            "ALTER TABLE reseed_delta_tables DROP COLUMN moved",
+            "DROP TABLE reseed_delta_schema",
             // Overlapping runs; a swap; a run of rows the seed lacks; a run onto a row that stays.
             "UPDATE reseed_delta_1_moved SET count = 6; INSERT INTO reseed_delta_1_moved VALUES (5, 6, 20)",
             "UPDATE reseed_delta_1_moved SET count = 11, target = 3; INSERT INTO reseed_delta_1_moved VALUES (12, 1, 2)",
