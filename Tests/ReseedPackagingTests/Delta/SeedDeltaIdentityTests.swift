@@ -195,14 +195,21 @@ import Testing
             "UPDATE reseed_delta_tables SET moved = 13",
             "ALTER TABLE reseed_delta_tables DROP COLUMN moved",
             "DROP TABLE reseed_delta_schema",
-            // Overlapping runs; a swap; a run of rows the seed lacks; a run onto a row that stays.
+            // Overlapping runs; a run of rows the seed lacks; a run onto a row that stays.
             "UPDATE reseed_delta_1_moved SET count = 6; INSERT INTO reseed_delta_1_moved VALUES (5, 6, 20)",
-            "UPDATE reseed_delta_1_moved SET count = 11, target = 3; INSERT INTO reseed_delta_1_moved VALUES (12, 1, 2)",
             "UPDATE reseed_delta_1_moved SET source = 100",
             "UPDATE reseed_delta_1_moved SET count = 11; UPDATE reseed_delta_tables SET moved = 11, inserted = 2; INSERT INTO reseed_delta_1_inserted VALUES (13, 'n12', 3)",
             "INSERT INTO reseed_delta_1_moved SELECT source, count, target FROM reseed_delta_1_moved",
         ]
         try sandbox.expectEachDamageRefused(damages, built: built, incrementally: true)
+        // Runs that swap rows: the first row to move lands on one that has not moved yet.
+        try sandbox.execute(sandbox.delta, "UPDATE reseed_delta_1_moved SET count = 11, target = 3; INSERT INTO reseed_delta_1_moved VALUES (12, 1, 2)")
+        try sandbox.copyOld()
+        let error = #expect(throws: ReseedError.self) {
+            try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
+        }
+        #expect(error?.code == .deltaMismatch)
+        #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
     }
 
     @Test func aTableShapedLikeProjAliasesCostsWhatChanged() throws {
