@@ -10,7 +10,7 @@ extension SeedDelta {
         var schema: String
         var path: String
         /// The formats read; another is refused as an app of that age refuses it.
-        var readable: ClosedRange<Int> = Format.rows.rawValue...Format.schema.rawValue
+        var readable: ClosedRange<Int> = Format.rows.rawValue...Format.rowids.rawValue
 
         private func invalid(_ message: String, _ error: DatabaseError? = nil) -> ReseedError {
             ReseedError(.invalidDelta, step: .applyDelta, path: path, databaseError: error, message: message)
@@ -38,7 +38,9 @@ extension SeedDelta {
             guard let formatValue = fields["format"] else { throw invalid("the delta has no format") }
             guard case .int64(let format) = formatValue.storage else { throw invalid("the delta's format is not an integer") }
             guard let known = Format(rawValue: Int(format)), readable.contains(known.rawValue) else {
-                throw invalid("the delta has format \(format); this Reseed reads \(readable.count == 1 ? "format" : "formats") \(readable.map(String.init).joined(separator: " and ")) only")
+                let known = readable.map(String.init)
+                let list = known.count == 1 ? "format \(known[0])" : "formats " + known.dropLast().joined(separator: ", ") + " and \(known[known.count - 1])"
+                throw invalid("the delta has format \(format); this Reseed reads \(list) only")
             }
             func hash(_ key: String) throws -> String {
                 guard let value = fields[key], case .string(let text) = value.storage,
@@ -75,14 +77,18 @@ extension SeedDelta {
             return Header(
                 format: Int(format), fromContentHash: try hash("fromContentHash"), fromRowSet: fromRowSet, toContentHash: try hash("toContentHash"),
                 userVersion: try int32("userVersion"), applicationID: try int32("applicationID"),
-                tables: try readTables(),
+                tables: try readTables(keyedByRowid: format >= Format.rowids.rawValue),
                 schemaChanges: format >= Format.schema.rawValue ? try SchemaListReader(db: db, schema: schema, path: path).read() : [],
                 statistics: statistics)
         }
 
-        private func readTables() throws -> [Header.Table] {
+        /// With `keyedByRowid` (format 3), each row's `moved` too: NULL, or the rows a table keyed by rowid moves.
+        private func readTables(keyedByRowid: Bool) throws -> [Header.Table] {
+            if keyedByRowid, try Bool.fetchOne(db, sql: "SELECT count(*) = 0 FROM pragma_table_info(?, ?) WHERE name = 'moved'", arguments: [Names.tables, schema]) == true {
+                throw invalid("the delta has format 3 but its \(Names.tables) has no moved column")
+            }
             let rows = try Row.fetchAll(db, sql: """
-                SELECT idx, CASE WHEN length(CAST(name AS BLOB)) <= 4096 THEN name END AS name, deleted, updated, inserted
+                SELECT idx, CASE WHEN length(CAST(name AS BLOB)) <= 4096 THEN name END AS name, deleted, updated, inserted\(keyedByRowid ? ", moved" : "")
                 FROM \(schema).\(Names.tables) ORDER BY idx LIMIT \(SeedDelta.maxTables + 1)
                 """)
             guard rows.count <= SeedDelta.maxTables else { throw invalid("the delta lists more than \(SeedDelta.maxTables) tables") }
@@ -98,10 +104,15 @@ extension SeedDelta {
                       let deleted = count("deleted"), let updated = count("updated"), let inserted = count("inserted") else {
                     throw invalid("a row of \(Names.tables) is malformed")
                 }
+                var moved: Int?
+                if keyedByRowid, !(row["moved"] as DatabaseValue).isNull {
+                    guard let count = count("moved") else { throw invalid("a row of \(Names.tables) is malformed") }
+                    moved = count
+                }
                 guard names.insert(name).inserted, tables.last.map({ $0.index < Int(index) }) ?? true else {
                     throw invalid("\(Names.tables) lists table \(name) or index \(index) twice")
                 }
-                tables.append(Header.Table(index: Int(index), name: name, deleted: deleted, updated: updated, inserted: inserted))
+                tables.append(Header.Table(index: Int(index), name: name, deleted: deleted, updated: updated, inserted: inserted, moved: moved))
             }
             return tables
         }
@@ -116,14 +127,14 @@ extension SeedDelta {
         /// Called with (rows applied, rows the header lists) after each chunk of a row list.
         var progress: ((Int64, Int64) -> Void)?
 
-        private static let delta = Names.attached
+        static let delta = Names.attached
         /// The rows of a list one statement applies when progress is reported; without it, a list is one statement.
         static let rowsPerStep = 1024
 
         /// Applies every row list; with `rowSet`, removes from it each row a list deletes or updates
         /// before the change and adds each row it updates or inserts after it (see ``IncrementalContentHash``).
         func run(rowSet: inout RowSetAccumulator?) throws {
-            let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted })
+            let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted + ($1.moved ?? 0) })
             var applied: Int64 = 0
             progress?(0, total)
             let schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
@@ -149,22 +160,23 @@ extension SeedDelta {
                 guard let target = targetTables[table.name] else {
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name), which the seed does not have")
                 }
-                let shape: TableShape
                 if target.kind == .virtual { changedVirtual.append(target) }
-                switch try TableShape.read(table.name, withoutRowid: target.withoutRowid, in: "main", db) {
-                case .success(let read): shape = read
-                case .failure(let failure):
-                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name): \(failure.reason)")
+                guard table.moved == nil || target.kind != .virtual else {
+                    throw invalid("table \(table.name) is a virtual table, whose rows a delta never matches by content")
                 }
+                // The rows as the content hashes read them, and, for a table keyed by rowid, the shape of its lists.
+                let hashed = try shape(of: table, target, byRowid: false)
+                let shape = table.moved == nil ? hashed : try self.shape(of: table, target, byRowid: true)
                 for list in Names.List.allCases where table.count(list) > 0 {
                     if try !fullText.acceptsRowids(list, of: table, shape: shape) { try checkList(list, of: table, shape: shape) }
                 }
-                checked.append((table, shape, rowSet.map { _ in TableRows(shape) }))
+                checked.append((table, shape, rowSet.map { _ in TableRows(hashed) }))
             }
             // The row set loses the rows the delta deletes or updates, read before any table changes,
             // and gains the rows it updates or inserts, read after every table changed: an
             // external-content FTS table reads its text from another table the delta may change after it.
-            for (table, shape, rows) in checked {
+            // A table keyed by rowid (never a virtual one) is tracked as its lists apply.
+            for (table, shape, rows) in checked where table.moved == nil {
                 guard let rows else { continue }
                 for list in [Names.List.deleted, .updated] where table.count(list) > 0 {
                     try track(list, of: table, shape: shape, rows: rows, into: &rowSet, adding: false)
@@ -173,19 +185,32 @@ extension SeedDelta {
             // An external-content FTS table's index is rebuilt around the rows, from its content table (see FollowingIndexes).
             let lists = checked.map { ($0.table, $0.shape) }
             try fullText.unindex(lists, created: created, rowsTracked: rowSet != nil)
-            for (table, shape, _) in checked where !fullText.follows(table.name) {
+            for (table, shape, rows) in checked where !fullText.follows(table.name) {
+                let step = { (rows: Int) in
+                    applied += Int64(rows)
+                    progress?(min(applied, total), total)
+                }
+                if table.moved != nil {
+                    try applyKeyedByRowid(table, shape: shape, rows: rows, rowSet: &rowSet, step: step)
+                    continue
+                }
                 // Deletes first, so that an inserted row may take a deleted row's key or unique value.
-                for list in Names.List.allCases where table.count(list) > 0 {
-                    try apply(list, of: table, shape: shape) { rows in
-                        applied += Int64(rows)
-                        progress?(min(applied, total), total)
-                    }
+                for list in [Names.List.deleted, .updated, .inserted] where table.count(list) > 0 {
+                    try apply(list, of: table, shape: shape, step: step)
                 }
             }
             applied += try fullText.reindex(lists)
             progress?(min(applied, total), total)
-            for (table, shape, rows) in checked {
+            for (table, shape, rows) in checked where table.moved == nil {
                 guard let rows else { continue }
+                if created.contains(table.name) {
+                    // A table the delta created holds its inserted rows only, whatever their keys (NULL ones too).
+                    let count = try rows.forEachRow(rows.selectAll, db) { try rowSet?.add($0, $1, of: rows) }
+                    guard count == Int64(table.inserted) else {
+                        throw mismatch(.inserted, table, "the table holds \(count) row(s) after the delta inserted \(table.inserted)", nil)
+                    }
+                    continue
+                }
                 for list in [Names.List.updated, .inserted] where table.count(list) > 0 {
                     try track(list, of: table, shape: shape, rows: rows, into: &rowSet, adding: true)
                 }
@@ -205,7 +230,17 @@ extension SeedDelta {
             }
         }
 
-        /// Checks that a row list is a table with exactly the columns format 1 gives it, and as many rows as the header says.
+        /// The shape of the target's table `table` lists: by its key, or `byRowid`.
+        private func shape(of table: Header.Table, _ target: ContentTables.Table, byRowid: Bool) throws -> TableShape {
+            switch try TableShape.read(table.name, withoutRowid: target.withoutRowid, in: "main", db, byRowid: byRowid) {
+            case .success(let read): return read
+            case .failure(let failure):
+                throw ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, message: "the delta changes table \(table.name): \(failure.reason)")
+            }
+        }
+
+        /// Checks that a row list is a table with exactly the columns its format gives it, and as many rows as the
+        /// header says (a list of moves: at most as many runs as rows moved; its runs are checked as they are read).
         private func checkList(_ list: Names.List, of table: Header.Table, shape: TableShape) throws {
             let name = Names.table(table.index, list)
             let expected = Names.columns(of: list, keys: shape.key.count, values: shape.values.count)
@@ -219,7 +254,7 @@ extension SeedDelta {
                 throw invalid("table \(table.name): \(name) has columns (\(columns.prefix(8).joined(separator: ", "))…); the seed's table needs \(expected.count): (\(expected.prefix(8).joined(separator: ", "))…)")
             }
             let rows = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(Self.delta).\(name.quotedIdentifier)") ?? -1
-            guard rows == table.count(list) else {
+            guard list == .moved ? (1...max(1, table.count(list))).contains(rows) : rows == table.count(list) else {
                 throw invalid("table \(table.name): \(name) holds \(rows) rows; the header says \(table.count(list))")
             }
             if list == .updated {
@@ -240,7 +275,7 @@ extension SeedDelta {
         /// holds, read as the content hashes read them: before the delta, the rows a delete or an
         /// update changes; after it, the rows an update or an insert wrote. They must be as many as
         /// the list's rows, as the list's statement touches exactly those: so the row set follows the table.
-        private func track(
+        func track(
             _ list: Names.List, of table: Header.Table, shape: TableShape, rows: TableRows, into rowSet: inout RowSetAccumulator?, adding: Bool
         ) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
@@ -256,7 +291,7 @@ extension SeedDelta {
         /// Runs the statements of a row list (once per chunk of ``rowsPerStep`` rows, in rowid order,
         /// when progress is reported) and checks that they touched exactly its rows; `step` hears of the
         /// rows each statement touched.
-        private func apply(_ list: Names.List, of table: Header.Table, shape: TableShape, step: (Int) -> Void) throws {
+        func apply(_ list: Names.List, of table: Header.Table, shape: TableShape, step: (Int) -> Void) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
             let target = "main.\(shape.name.quotedIdentifier)"
             let keys = Names.keys(shape.key.count)
@@ -269,6 +304,8 @@ extension SeedDelta {
                 statements = [("DELETE FROM \(target) WHERE \(Self.listed(shape, in: source, where: chunk))", [])]
             case .updated:
                 statements = try updates(of: shape, source: source, target: target, keys: keys, values: values, chunk: chunk)
+            case .moved:
+                throw invalid("table \(table.name): rows move only in a table keyed by rowid")
             case .inserted:
                 statements = [("INSERT OR ABORT INTO \(target) (\((shape.key + shape.values).quotedList())) SELECT \((keys + values).joined(separator: ", ")) FROM \(source)\(chunk.map { " WHERE \($0)" } ?? "") ORDER BY rowid", [])]
             }
@@ -347,11 +384,11 @@ extension SeedDelta {
             return statements
         }
 
-        private func invalid(_ message: String) -> ReseedError {
+        func invalid(_ message: String) -> ReseedError {
             ReseedError(.invalidDelta, step: .applyDelta, path: deltaPath, message: message)
         }
 
-        private func mismatch(_ list: Names.List, _ table: Header.Table, _ detail: String, _ error: DatabaseError?) -> ReseedError {
+        func mismatch(_ list: Names.List, _ table: Header.Table, _ detail: String, _ error: DatabaseError?) -> ReseedError {
             ReseedError(.deltaMismatch, step: .applyDelta, path: targetPath, databaseError: error,
                         message: "the delta does not fit this seed: table \(table.name), \(list.rawValue) rows: \(detail)")
         }

@@ -36,7 +36,7 @@ extension SeedDelta {
 
         func read() throws -> [SchemaChange] {
             let listed = try String.fetchOne(db, sql: "SELECT type FROM \(schema).sqlite_schema WHERE name = ?", arguments: [Names.schema])
-            guard listed == "table" else { throw invalid("the delta has format 2 but no \(Names.schema) table") }
+            guard listed == "table" else { throw invalid("the delta has no \(Names.schema) table, which its format requires") }
             let rows = try Row.fetchAll(db, sql: """
                 SELECT idx, action, type,
                   CASE WHEN length(CAST(name AS BLOB)) <= 4096 THEN name END AS name,

@@ -24,9 +24,9 @@ extension SeedDelta {
             ("sqlite_sequence", "reseed_delta_sequence", ["name", "seq"]),
         ]
 
-        /// The three kinds of row lists a changed table can have.
+        /// The kinds of row lists a changed table can have; `moved` only in a table keyed by rowid (format 3).
         package enum List: String, CaseIterable, Sendable {
-            case deleted, updated, inserted
+            case deleted, updated, inserted, moved
         }
 
         /// `reseed_delta_<idx>_<list>`, such as `reseed_delta_3_updated`.
@@ -44,6 +44,8 @@ extension SeedDelta {
             case .deleted: Self.keys(keys)
             case .updated: Self.keys(keys) + [changed] + Self.values(values)
             case .inserted: Self.keys(keys) + Self.values(values)
+            // A run: the rows of old rowids source…source+count-1 take rowids target…target+count-1.
+            case .moved: ["source", "count", "target"]
             }
         }
     }
@@ -73,7 +75,10 @@ extension SeedDelta {
         /// The shape of table `name` of the database `schemaName` of `db`, or why its rows cannot be identified.
         ///
         /// - Throws: the `DatabaseError` of reading the schema.
-        package static func read(_ name: String, withoutRowid: Bool, in schemaName: String, _ db: Database) throws -> Result<TableShape, NotExpressible> {
+        /// With `byRowid`, the key is the rowid whatever the table declares, and every stored column is a
+        /// value: the shape of the row lists of a table matched by content (format 3); a `WITHOUT ROWID`
+        /// table, or one whose columns hide its rowid, has none.
+        package static func read(_ name: String, withoutRowid: Bool, in schemaName: String, _ db: Database, byRowid: Bool = false) throws -> Result<TableShape, NotExpressible> {
             let columns = try Row.fetchAll(db, sql: "PRAGMA \(schemaName.quotedIdentifier).table_xinfo(\(name.quotedIdentifier))")
             guard !columns.isEmpty else {
                 return .failure(NotExpressible(reason: "table \(name) has no columns SQLite can list"))
@@ -93,8 +98,16 @@ extension SeedDelta {
                 }
                 key = [rowidAlias]
             }
-            let keySet = Set(declaredKey)
             let storedNames: [String] = stored.map { $0["name"] ?? "" }
+            if byRowid {
+                guard let rowidAlias else {
+                    return .failure(NotExpressible(reason: "table \(name) has no rowid a delta can key its rows by"))
+                }
+                return .success(TableShape(
+                    name: name, key: [rowidAlias], values: storedNames, keyIsRowid: declaredKey.isEmpty,
+                    keyMayBeNull: false, columns: storedNames, rowidAlias: rowidAlias))
+            }
+            let keySet = Set(declaredKey)
             return .success(TableShape(
                 name: name, key: key, values: storedNames.filter { !keySet.contains($0) }, keyIsRowid: declaredKey.isEmpty,
                 keyMayBeNull: !withoutRowid && !declaredKey.isEmpty, columns: storedNames, rowidAlias: rowidAlias))

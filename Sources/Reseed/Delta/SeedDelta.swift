@@ -23,6 +23,10 @@ package enum SeedDelta {
         case rows = 1
         /// Row lists and a schema list (``Names/schema``).
         case schema = 2
+        /// Format 2 plus tables whose rows are matched by content and keyed by their rowid, which the
+        /// delta reproduces: ``Header/Table/moved`` says which, and their rowid moves travel as runs
+        /// (``Names/List/moved``). Written only when a table needs it.
+        case rowids = 3
     }
     /// The most tables a delta may list; a seed with more has no delta.
     package static let maxTables = 10_000
@@ -58,13 +62,18 @@ package enum SeedDelta {
             var deleted: Int
             var updated: Int
             var inserted: Int
+            /// Nil: the rows are matched by the table's key (formats 1 and 2). Format 3, a number: the
+            /// lists are keyed by rowid (the old one for deleted and updated rows, the new one for
+            /// inserted rows), updates apply before the moves, and this many rows move, in runs.
+            var moved: Int?
 
-            init(index: Int, name: String, deleted: Int, updated: Int, inserted: Int) {
+            init(index: Int, name: String, deleted: Int, updated: Int, inserted: Int, moved: Int? = nil) {
                 self.index = index
                 self.name = name
                 self.deleted = deleted
                 self.updated = updated
                 self.inserted = inserted
+                self.moved = moved
             }
 
             /// The row count of `list`.
@@ -73,6 +82,7 @@ package enum SeedDelta {
                 case .deleted: deleted
                 case .updated: updated
                 case .inserted: inserted
+                case .moved: moved ?? 0
                 }
             }
         }

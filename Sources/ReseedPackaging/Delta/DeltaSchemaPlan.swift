@@ -30,8 +30,9 @@ struct DeltaSchemaPlan {
 
     var isEmpty: Bool { entries.isEmpty }
 
-    /// The plan from the seed attached as `old` to the one attached as `new`, or why no delta can express it.
-    static func make(_ db: Database, old: String, new: String) throws -> Result<DeltaSchemaPlan, SeedDelta.NotExpressible> {
+    /// The plan from the seed attached as `old` to the one attached as `new`, or why no delta can express it;
+    /// the tables of `whole` that both seeds define alike are shipped whole too (``Reason/rowsNotMatchable``).
+    static func make(_ db: Database, old: String, new: String, whole: [String] = []) throws -> Result<DeltaSchemaPlan, SeedDelta.NotExpressible> {
         let oldObjects = try SeedContentHash.schema(db, in: old)
         let newObjects = try SeedContentHash.schema(db, in: new)
         let oldByName = Dictionary(oldObjects.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -54,6 +55,9 @@ struct DeltaSchemaPlan {
         }
         for object in oldObjects where object.type == "table" && newByName[object.name]?.type != "table" {
             plan.droppedTables.append(object.name)
+        }
+        for name in whole where plan.wholeTables[name] == nil && oldByName[name]?.type == "table" && newByName[name]?.type == "table" {
+            plan.wholeTables[name] = .rowsNotMatchable
         }
         // An FTS table that reads its text from a table shipped whole or dropped is shipped whole too: changed row by
         // row, its module would remove a row's old terms after the content table already holds the new text.

@@ -8,12 +8,14 @@ struct DeltaWriter {
     var oldPath: String
     var newPath: String
     var deltaPath: String
+    /// Tables to ship whole although their rows could go row by row (a builder's second try, after SQLite refused their rows).
+    var wholeTables: [String] = []
 
     typealias Names = SeedDelta.Names
 
     /// The schema names the two seeds are attached under.
-    private static let old = "reseed_old"
-    private static let new = "reseed_new"
+    static let old = "reseed_old"
+    static let new = "reseed_new"
     /// The page size of every delta file: fixed, so the same seeds give the same bytes.
     static let pageSize = 4096
     /// What the delta holds: the tables it changes, the schema objects, its format.
@@ -61,7 +63,7 @@ struct DeltaWriter {
     /// The schema plan, then every table's row lists, then the header (and the schema list in format 2); inside the caller's transaction.
     private func writeTables(_ db: Database, fromContentHash: String, fromRowSet: [UInt8], toContentHash: String) throws -> Result<Written, SeedDelta.NotExpressible> {
         let plan: DeltaSchemaPlan
-        switch try DeltaSchemaPlan.make(db, old: Self.old, new: Self.new) {
+        switch try DeltaSchemaPlan.make(db, old: Self.old, new: Self.new, whole: wholeTables + unmatchableTables(db)) {
         case .failure(let failure): return .failure(failure)
         case .success(let made): plan = made
         }
@@ -69,6 +71,8 @@ struct DeltaWriter {
         try db.execute(sql: "CREATE TABLE main.\(Names.tables) (idx INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, deleted INTEGER NOT NULL, updated INTEGER NOT NULL, inserted INTEGER NOT NULL)")
         var counts: [SeedDeltaBuilder.TableCounts] = []
         var listed = 0
+        // The tables whose lists are keyed by rowid (format 3), with the rows each moves.
+        var keyedByRowid: [(index: Int, moved: Int)] = []
         let tables = try SeedDelta.contentTables(in: Self.new, db)
         guard tables.count <= SeedDelta.maxTables else {
             return .failure(.init(reason: "the seed has more than \(SeedDelta.maxTables) tables"))
@@ -85,31 +89,41 @@ struct DeltaWriter {
                 return .failure(.init(reason: "table \(shape.name) has too many columns for a delta's row lists"))
             }
             let whole = plan.wholeTables[shape.name]
-            if shape.keyMayBeNull, try hasNullKey(shape, in: whole == nil ? [Self.old, Self.new] : [Self.new], db) {
-                return .failure(.init(reason: "table \(shape.name) has rows whose primary key holds NULL: they have no identity to match"))
-            }
             let index = listed + 1
             var written: [Names.List: Int] = [:]
-            // A table shipped whole is all inserted rows, into the table the delta creates empty.
-            for list in whole == nil ? Names.List.allCases : [.inserted] {
-                written[list] = fullText.carriesRowidsOnly(shape.name)
-                    ? try DeltaFullTextPlan.writeRowids(list, of: shape, index: index, whole: whole != nil, old: Self.old, new: Self.new, db)
-                    : try writeList(list, of: shape, index: index, whole: whole != nil, db)
+            var moved: Int?
+            if whole == nil, table.kind != .virtual, try matchesByContent(table, shape, db) {
+                (written, moved) = try writeMatchedByContent(shape, index: index, db)
+            } else {
+                // A table shipped whole is all inserted rows, into the table the delta creates empty.
+                for list in whole == nil ? [Names.List.deleted, .updated, .inserted] : [.inserted] {
+                    written[list] = fullText.carriesRowidsOnly(shape.name)
+                        ? try DeltaFullTextPlan.writeRowids(list, of: shape, index: index, whole: whole != nil, old: Self.old, new: Self.new, db)
+                        : try writeList(list, of: shape, index: index, whole: whole != nil, db)
+                }
             }
             let row = SeedDeltaBuilder.TableCounts(
                 name: shape.name, deleted: written[.deleted] ?? 0, updated: written[.updated] ?? 0, inserted: written[.inserted] ?? 0,
-                carries: whole == nil ? .rows : .wholeTable, reason: whole ?? .rowsChanged)
+                moved: moved ?? 0, carries: whole == nil ? .rows : .wholeTable, reason: whole ?? .rowsChanged)
             if whole != nil { counts.append(row) }
-            guard row.deleted + row.updated + row.inserted > 0 else { continue }
+            guard row.deleted + row.updated + row.inserted + row.moved > 0 else { continue }
             try db.execute(
                 sql: "INSERT INTO main.\(Names.tables) (idx, name, deleted, updated, inserted) VALUES (?, ?, ?, ?, ?)",
                 arguments: [index, row.name, row.deleted, row.updated, row.inserted])
+            if let moved { keyedByRowid.append((index, moved)) }
             listed += 1
             if whole == nil { counts.append(row) }
         }
         counts += plan.droppedTables.map { .init(name: $0, deleted: 0, updated: 0, inserted: 0, carries: .drop, reason: .dropped) }
-        let format: SeedDelta.Format = plan.isEmpty ? .rows : .schema
-        if !plan.isEmpty {
+        let format: SeedDelta.Format = !keyedByRowid.isEmpty ? .rowids : plan.isEmpty ? .rows : .schema
+        if !keyedByRowid.isEmpty {
+            // Format 3 only: NULL where a table's lists are keyed by its key, as in formats 1 and 2.
+            try db.execute(sql: "ALTER TABLE main.\(Names.tables) ADD COLUMN moved INTEGER")
+            for (index, moved) in keyedByRowid {
+                try db.execute(sql: "UPDATE main.\(Names.tables) SET moved = ? WHERE idx = ?", arguments: [moved, index])
+            }
+        }
+        if format != .rows {
             try db.execute(sql: "CREATE TABLE main.\(Names.schema) (idx INTEGER PRIMARY KEY, action TEXT NOT NULL, type TEXT NOT NULL, name TEXT NOT NULL, tbl_name TEXT NOT NULL, sql TEXT)")
             for (offset, entry) in plan.entries.enumerated() {
                 try db.execute(
@@ -159,17 +173,27 @@ struct DeltaWriter {
     }
 
     /// Creates and fills one row list; drops it again when it is empty. Returns its row count.
-    private func writeList(_ list: Names.List, of shape: SeedDelta.TableShape, index: Int, whole: Bool, _ db: Database) throws -> Int {
+    func writeList(_ list: Names.List, of shape: SeedDelta.TableShape, index: Int, whole: Bool, _ db: Database) throws -> Int {
+        var rows: String?
+        if list != .updated || !shape.values.isEmpty {
+            // Rows with equal keys (NULLs) in rowid order, which the content hash reads them in.
+            var order = shape.key
+            if whole, shape.keyMayBeNull, case .success(let byRowid) = try SeedDelta.TableShape.read(shape.name, withoutRowid: false, in: Self.new, db, byRowid: true) {
+                order += byRowid.key
+            }
+            rows = whole
+                ? "SELECT \((shape.key + shape.values).quotedList()) FROM \(Self.new).\(shape.name.quotedIdentifier) ORDER BY \(order.quotedList())"
+                : select(list, of: shape)
+        }
+        return try writeList(list, index: index, columns: Names.columns(of: list, keys: shape.key.count, values: shape.values.count), rows: rows, db)
+    }
+
+    /// Creates the list `list` of the table at `index` with `columns` and fills it with the SELECT `rows`, if any; drops it when empty.
+    func writeList(_ list: Names.List, index: Int, columns: [String], rows: String?, _ db: Database) throws -> Int {
         let name = "main." + Names.table(index, list).quotedIdentifier
-        let columns = Names.columns(of: list, keys: shape.key.count, values: shape.values.count)
         // No declared types: no affinity, so every value keeps its storage class.
         try db.execute(sql: "CREATE TABLE \(name) (\(columns.joined(separator: ", ")))")
-        if list != .updated || !shape.values.isEmpty {
-            let rows = whole
-                ? "SELECT \((shape.key + shape.values).quotedList()) FROM \(Self.new).\(shape.name.quotedIdentifier) ORDER BY \(shape.key.quotedList())"
-                : select(list, of: shape)
-            try db.execute(sql: "INSERT INTO \(name) (\(columns.joined(separator: ", "))) \(rows)")
-        }
+        if let rows { try db.execute(sql: "INSERT INTO \(name) (\(columns.joined(separator: ", "))) \(rows)") }
         let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(name)") ?? 0
         if count == 0 { try db.execute(sql: "DROP TABLE \(name)") }
         return count
@@ -191,24 +215,35 @@ struct DeltaWriter {
         case .inserted:
             return "SELECT \((shape.key + shape.values).quotedList(qualifier: "n")) FROM \(newTable) AS n WHERE NOT EXISTS (SELECT 1 FROM \(oldTable) AS o WHERE \(match)) ORDER BY \(shape.key.quotedList(qualifier: "n"))"
         case .updated:
-            let flags = shape.values.map { column -> String in
-                let (n, o) = ("n." + column.quotedIdentifier, "o." + column.quotedIdentifier)
-                return "CASE WHEN \(o) IS \(n) COLLATE BINARY AND typeof(\(o)) = typeof(\(n)) THEN '0' ELSE '1' END"
-            }
-            let keys = Names.keys(shape.key.count)
-            let newValues = shape.values.indices.map { "n\($0 + 1)" }
-            let inner = zip(shape.key, keys).map { "n.\($0.quotedIdentifier) AS \($1)" }
-                + ["\(Self.concatenation(flags)) AS \(Names.changed)"]
-                + zip(shape.values, newValues).map { "n.\($0.quotedIdentifier) AS \($1)" }
-            let outer = keys + [Names.changed] + newValues.enumerated().map { offset, value in
-                "CASE WHEN substr(\(Names.changed), \(offset + 1), 1) = '1' THEN \(value) END"
-            }
-            return """
-                SELECT \(outer.joined(separator: ", ")) FROM (SELECT \(inner.joined(separator: ", "))
-                FROM \(newTable) AS n JOIN \(oldTable) AS o ON \(match) ORDER BY \(shape.key.quotedList(qualifier: "n")))
-                WHERE instr(\(Names.changed), '1') > 0
-                """
+            return Self.updatedRows(
+                of: shape, keys: shape.key.map { "n." + $0.quotedIdentifier },
+                from: "\(newTable) AS n JOIN \(oldTable) AS o ON \(match)", order: shape.key.quotedList(qualifier: "n"))
+        case .moved:
+            // Written from the runs, never selected.
+            return "SELECT NULL, NULL, NULL WHERE 0"
         }
+    }
+
+    /// The SELECT of the updated rows among the pairs `from` joins (old rows as `o`, new as `n`), in `order`:
+    /// the `keys` expressions, the `changed` mask, and only the values it marks.
+    static func updatedRows(of shape: SeedDelta.TableShape, keys keyValues: [String], from join: String, order: String) -> String {
+        let flags = shape.values.map { column -> String in
+            let (n, o) = ("n." + column.quotedIdentifier, "o." + column.quotedIdentifier)
+            return "CASE WHEN \(o) IS \(n) COLLATE BINARY AND typeof(\(o)) = typeof(\(n)) THEN '0' ELSE '1' END"
+        }
+        let keys = Names.keys(shape.key.count)
+        let newValues = shape.values.indices.map { "n\($0 + 1)" }
+        let inner = zip(keyValues, keys).map { "\($0) AS \($1)" }
+            + ["\(Self.concatenation(flags)) AS \(Names.changed)"]
+            + zip(shape.values, newValues).map { "n.\($0.quotedIdentifier) AS \($1)" }
+        let outer = keys + [Names.changed] + newValues.enumerated().map { offset, value in
+            "CASE WHEN substr(\(Names.changed), \(offset + 1), 1) = '1' THEN \(value) END"
+        }
+        return """
+            SELECT \(outer.joined(separator: ", ")) FROM (SELECT \(inner.joined(separator: ", "))
+            FROM \(join) ORDER BY \(order))
+            WHERE instr(\(Names.changed), '1') > 0
+            """
     }
 
     /// `printf('%s%s…', …)` of the text expressions, nested so no call takes more than ``printfArguments``
@@ -224,8 +259,25 @@ struct DeltaWriter {
         return concatenation(groups)
     }
 
+    /// The rowid tables whose key holds NULL and whose columns hide the rowid: no key and no rowid to match
+    /// their rows by, so they are shipped whole.
+    private func unmatchableTables(_ db: Database) throws -> [String] {
+        var tables: [String] = []
+        for table in try SeedDelta.contentTables(in: Self.new, db) where table.kind == .stored && !table.withoutRowid {
+            guard case .success(let shape) = try SeedDelta.TableShape.read(table.name, withoutRowid: false, in: Self.new, db), shape.keyMayBeNull,
+                  case .failure = try SeedDelta.TableShape.read(table.name, withoutRowid: false, in: Self.new, db, byRowid: true) else { continue }
+            // The old seed's rows only when it defines the table alike (otherwise the table is shipped whole anyway).
+            let definition = "SELECT sql FROM %@.sqlite_schema WHERE type = 'table' AND name = ?"
+            let alike = try String.fetchOne(db, sql: definition.replacingOccurrences(of: "%@", with: Self.old), arguments: [table.name])
+                == String.fetchOne(db, sql: definition.replacingOccurrences(of: "%@", with: Self.new), arguments: [table.name])
+            let schemas = alike ? [Self.old, Self.new] : [Self.new]
+            if try hasNullKey(shape, in: schemas, db) { tables.append(table.name) }
+        }
+        return tables
+    }
+
     /// Whether one of `schemas` has a row of the table whose key holds a NULL.
-    private func hasNullKey(_ shape: SeedDelta.TableShape, in schemas: [String], _ db: Database) throws -> Bool {
+    func hasNullKey(_ shape: SeedDelta.TableShape, in schemas: [String], _ db: Database) throws -> Bool {
         let condition = shape.key.map { "\($0.quotedIdentifier) IS NULL" }.joined(separator: " OR ")
         for schema in schemas where try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM \(schema).\(shape.name.quotedIdentifier) WHERE \(condition))") == true {
             return true

@@ -24,6 +24,9 @@ extension SeedDeltaBuilder.TableCounts {
         case contentTableReplaced
         /// The table is only in the old seed.
         case dropped
+        /// Its rows cannot be changed row by row: a key holding NULL with columns that hide the rowid, or
+        /// changes SQLite refuses in the order a delta applies them.
+        case rowsNotMatchable
 
         /// As the report says it: `added`, `definition changed`, `its content table is shipped whole`.
         var phrase: String {
@@ -33,6 +36,7 @@ extension SeedDeltaBuilder.TableCounts {
             case .definitionChanged: "definition changed"
             case .contentTableReplaced: "its content table is shipped whole"
             case .dropped: "dropped"
+            case .rowsNotMatchable: "its rows cannot be changed row by row"
             }
         }
     }
@@ -40,7 +44,7 @@ extension SeedDeltaBuilder.TableCounts {
     /// `item: 6 deleted, 10 updated, 2 inserted`, `genre: whole table, 12 rows (added)`, `legacy: dropped`.
     var line: String {
         switch carries {
-        case .rows: "\(name): \(deleted) deleted, \(updated) updated, \(inserted) inserted"
+        case .rows: "\(name): \(deleted) deleted, \(updated) updated, \(inserted) inserted" + (moved > 0 ? ", \(moved) moved" : "")
         case .wholeTable: "\(name): whole table, \(inserted) row\(inserted == 1 ? "" : "s") (\(reason.phrase))"
         case .drop: "\(name): dropped"
         }

@@ -9,7 +9,7 @@ import SystemPackage
 ///
 /// Both seeds are attached read-only to one connection on the new delta file, and each table's
 /// deleted, updated and inserted rows are found and written by set-based SQL, matching rows by
-/// key exactly (storage class and bytes: `1`, `1.0`, `'1'` and `x'31'` differ, and so do `'A'`
+/// content where the key does not identify them, else by key exactly (storage class and bytes: `1`, `1.0`, `'1'` and `x'31'` differ, and so do `'A'`
 /// and `'a'` under `NOCASE`). An updated row carries only its changed values. Then the delta is
 /// applied to a copy of the old seed, which must reach the new seed's content hash; a delta
 /// that does not is never returned. The same two seeds give a byte-identical delta file.
@@ -32,16 +32,20 @@ public enum SeedDeltaBuilder {
         /// Rows of the new seed whose key the old seed lacks: the delta carries them whole. For a
         /// table shipped whole, all its rows.
         public var inserted: Int
+        /// Rows of a table matched by content (no primary key, or one holding NULL) that are in both seeds
+        /// and only changed rowid: the delta carries them as a few runs of rowids, not as rows.
+        public var moved: Int
         /// What the delta carries for the table: its changed rows, the whole table, or its drop.
         public var carries: Carries
         /// Why: rows changed, or the table was added, changed its definition, or was dropped.
         public var reason: Reason
 
-        public init(name: String, deleted: Int, updated: Int, inserted: Int, carries: Carries = .rows, reason: Reason = .rowsChanged) {
+        public init(name: String, deleted: Int, updated: Int, inserted: Int, moved: Int = 0, carries: Carries = .rows, reason: Reason = .rowsChanged) {
             self.name = name
             self.deleted = deleted
             self.updated = updated
             self.inserted = inserted
+            self.moved = moved
             self.carries = carries
             self.reason = reason
         }
@@ -58,7 +62,7 @@ public enum SeedDeltaBuilder {
         public var tables: [TableCounts]
         /// The indexes, views and triggers the delta drops or creates, sorted by the UTF-8 bytes of their names.
         public var schemaObjects: [SchemaObjectChange]
-        /// The delta's format: 1 without schema changes, 2 with them.
+        /// The delta's format: 1 without schema changes, 2 with them, 3 when a table's rows are matched by content and keyed by rowid.
         public var format: Int
         /// The size of the delta file, in bytes.
         public var size: Int64
@@ -76,9 +80,11 @@ public enum SeedDeltaBuilder {
     ///
     /// A schema change makes a format-2 delta: tables added or whose definition changed are
     /// shipped whole, dropped tables dropped, and indexes, views and triggers dropped and created
-    /// from their `CREATE` statements. Not expressible: seeds in different text encodings, a table
-    /// whose key holds NULL, a change to a virtual table that is not FTS3/4/5 or R-tree keeping its
-    /// text, and anything the verification catches (a zero whose sign alone changed, say).
+    /// from their `CREATE` statements. The rows of a table without a primary key, or whose key holds
+    /// NULL, are matched by content, and rows that only moved travel as runs of rowids (format 3). A
+    /// table whose rows SQLite refuses row by row is shipped whole. Not expressible: seeds in different
+    /// text encodings, a change to a virtual table that is not FTS3/4/5 or R-tree keeping its text,
+    /// and anything else the verification catches (a zero whose sign alone changed, say).
     /// `user_version` and `application_id` changes are expressed.
     ///
     /// - Parameters:
@@ -127,18 +133,31 @@ public enum SeedDeltaBuilder {
             let new = try packaging(.buildDelta, path: newPath) { try SeedContentHash.computeWithIncremental(path: newPath) }
             (toContentHash, toIncrementalContentHash) = (newContentHash ?? new.contentHash, new.incremental.hash)
         }
-        let written = try packaging(.buildDelta, path: deltaPath) {
-            try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath)
-                .write(fromContentHash: fromContentHash, fromRowSet: old.incremental.rowSet, toContentHash: toContentHash)
-        }
-        let contents: DeltaWriter.Written
-        switch written {
-        case .failure(let failure): return .notExpressible(reason: failure.reason)
-        case .success(let success): contents = success
-        }
-        if let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, newPath: newPath, toContentHash: toContentHash,
-                                    incremental: (old.incremental.hash, toIncrementalContentHash), directory: directory) {
-            return .notExpressible(reason: failure)
+        // A table whose rows SQLite refuses in the order a delta applies them (a UNIQUE value passed from row to
+        // row, say) is shipped whole on the next try: it never blocks the others.
+        var wholeTables: [String] = []
+        var contents: DeltaWriter.Written
+        while true {
+            let written = try packaging(.buildDelta, path: deltaPath) {
+                try DeltaWriter(oldPath: oldPath, newPath: newPath, deltaPath: deltaPath, wholeTables: wholeTables)
+                    .write(fromContentHash: fromContentHash, fromRowSet: old.incremental.rowSet, toContentHash: toContentHash)
+            }
+            switch written {
+            case .failure(let failure): return .notExpressible(reason: failure.reason)
+            case .success(let success): contents = success
+            }
+            guard let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, newPath: newPath, toContentHash: toContentHash,
+                                           incremental: (old.incremental.hash, toIncrementalContentHash), directory: directory) else { break }
+            // The applier names the table whose rows it could not apply: "…: table NAME, updated rows: …".
+            let refused = contents.tables.filter { $0.carries == .rows && failure.contains("table \($0.name), ") }
+                .max { $0.name.utf8.count < $1.name.utf8.count }
+            guard let refused, wholeTables.count < maxWholeRetries else { return .notExpressible(reason: failure) }
+            wholeTables.append(refused.name)
+            try packaging(.buildDelta, path: deltaPath) {
+                for file in [name] + StoreLayout.sidecars(of: name) { _ = try? directory.remove(file) }
+                let file = try directory.createExclusive(name)
+                try file.close()
+            }
         }
         let size = try packaging(.buildDelta, path: deltaPath) { try directory.status(name)?.size } ?? 0
         keep = true
@@ -146,6 +165,9 @@ public enum SeedDeltaBuilder {
             fromContentHash: fromContentHash, toContentHash: toContentHash, tables: contents.tables,
             schemaObjects: contents.schemaObjects, format: contents.format.rawValue, size: size))
     }
+
+    /// How many tables a build ships whole, one try each, after SQLite refused their rows.
+    private static let maxWholeRetries = 8
 
     /// Applies the delta to a scratch copy of the old seed beside it, as an app does (checking the
     /// result's incremental content hash from the changed rows), then hashes the whole result; returns

@@ -17,7 +17,7 @@ extension SeedDiff {
         public var tables: [SeedDeltaBuilder.TableCounts]
         /// The indexes, views and triggers it drops or creates; empty when no delta can be built.
         public var schemaObjects: [SeedDeltaBuilder.SchemaObjectChange] = []
-        /// Its format: 1 without schema changes, 2 with them; nil when no delta can be built.
+        /// Its format: 1 without schema changes, 2 with them, 3 with rows matched by content; nil when no delta can be built.
         public var format: Int?
         /// Why no delta can be built, such as a change to a virtual table of another module; nil when one can.
         public var notExpressible: String?
@@ -27,6 +27,7 @@ extension SeedDiff {
             guard let bytes else { return ["Row-level delta: none (\(notExpressible ?? "not expressible"))"] }
             let header = "Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) \(Codecs.written.name)-compressed (on a channel)" } ?? "")
                 + (format == SeedDelta.Format.schema.rawValue ? ", with schema changes (format 2)" : "")
+                + (format == SeedDelta.Format.rowids.rawValue ? ", with rows matched by content (format 3)" : "")
             return [header] + SeedDeltaBuilder.contentLines(tables: tables, schemaObjects: schemaObjects)
         }
     }
