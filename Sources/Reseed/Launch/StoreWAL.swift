@@ -22,7 +22,7 @@ import ReseedSystem
 /// alone is the seed as installed, whole, and a file whose first page is damaged still fails to open.
 enum StoreWAL {
     /// Switches the verified copy `temporary` to WAL mode and commits one write that changes nothing,
-    /// whose frame stays in the copy's `-wal`; both synced. Returns once the clock file systems stamp
+    /// whose frame stays in the copy's `-wal`; both synced (one `fsync` each). Returns once the clock file systems stamp
     /// times with has passed both files' modification times, so that no later write, once the copy
     /// is the store, can leave their fingerprint as it is.
     ///
@@ -35,11 +35,11 @@ enum StoreWAL {
             configuration.label = "reseed.ready"
             configuration.prepareDatabase { db in
                 _ = reseed_sqlite_keep_wal_on_close(UnsafeMutableRawPointer(db.sqliteConnection))
-                // No -shm: a kill leaves no sidecar of the copy but its -wal.
-                try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+                // No -shm: a kill leaves no sidecar of the copy but its -wal. No fsync by SQLite: a kill
+                // discards the copy, and both files are synced once below, before the swap.
+                try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = OFF")
             }
             let queue = try DatabaseQueue(path: path, configuration: configuration)
-            // A queue keeps SQLite's `synchronous = FULL`: the switch syncs the file, the commit the -wal.
             try queue.writeWithoutTransaction { db in
                 guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
                     throw ReseedError(.database, step: .open, path: path, message: "the copy did not switch to WAL mode")
@@ -54,6 +54,7 @@ enum StoreWAL {
             }
             try queue.close()
             try directory.syncFile(temporary)
+            if try directory.status(StoreLayout.wal(of: temporary)) != nil { try directory.syncFile(StoreLayout.wal(of: temporary)) }
         }
         let written = [temporary, StoreLayout.wal(of: temporary)].compactMap { try? directory.status($0) }
         // At most 20 ms: a clock set back stamps the next write with another time anyway.
