@@ -102,10 +102,12 @@ let package = Package(
         .testTarget(
             name: "ReseedTests",
             // CZlib: the gzip tests build a deflate stream zlib's own way (a bomb of flushed blocks).
-            // Logging: the preferences tests call the file's writer, which takes a Logger.
+            // Logging: the preferences tests call the file's writer, which takes a Logger; InMemoryLogging:
+            // the delta tests read which check an update logged.
             dependencies: [
                 "Reseed", "ReseedSystem", "CZlib", "ReseedPackaging", "ReseedTesting", "ReseedTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReseedPackagingTests",

@@ -25,7 +25,7 @@ private func dropPageCache() -> Bool {
 /// Figure 16 measured where a device pays it: `ChannelUpdater.update()` inside this process, from
 /// the delta channel and from the full one (two channels publishing the same two releases, the
 /// second with `--deltas 0`), each into a fresh install of the first release with the user store
-/// `userStore`, as `reseed launch --user-store` makes it (none when it is `-`: a single-file store). Each round runs both, in turns; the page
+/// `userStore` (`-`: none, a single-file store), as `reseed launch` makes it. Each round runs both, in turns; the page
 /// cache is warm (the store, the user store and the bundled seed read, nothing dirty) or, with
 /// `cold`, dropped just before the update. The process's libraries stay loaded, as in an app.
 ///
@@ -34,7 +34,8 @@ private func dropPageCache() -> Bool {
 func channelUpdate(seed: URL, deltaChannel: URL, fullChannel: URL, publicKey: URL, userStore: String,
                    work: URL, rounds: Int, cold: Bool) async throws {
     var launch = Launcher.Configuration()
-    if userStore != "-" { launch.userStore = Launcher.UserStore(name: userStore) }
+    // "-": a single-file store.
+    launch.userStore = userStore == "-" ? nil : Launcher.UserStore(name: userStore)
     if ProcessInfo.processInfo.environment["RESEED_BENCH_LOG"] != nil {
         launch.logger = Logger(label: "reseed") { StreamLogHandler.standardError(label: $0) }
         launch.logger.logLevel = .debug

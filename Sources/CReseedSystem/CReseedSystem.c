@@ -3,6 +3,7 @@
 #include "CReseedSystem.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -81,4 +82,21 @@ int reseed_sqlite_disable_triggers(void *db) {
     int enabled = 1;
     int code = sqlite3_db_config((sqlite3 *)db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &enabled);
     return code == SQLITE_OK && enabled == 0 ? 0 : -1;
+}
+
+int reseed_sqlite_keep_wal_on_close(void *db) {
+    int kept = 0;
+    int code = sqlite3_db_config((sqlite3 *)db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &kept);
+    return code == SQLITE_OK && kept == 1 ? 0 : -1;
+}
+
+static int reseed_wal_committed(void *autocheckpoint, sqlite3 *db, const char *schema, int frames) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int *)0);
+    int limit = (int)(intptr_t)autocheckpoint;
+    if (limit > 0 && frames >= limit) sqlite3_wal_checkpoint(db, schema);
+    return SQLITE_OK;
+}
+
+void reseed_sqlite_checkpoint_on_close_once_written(void *db, int autocheckpoint) {
+    sqlite3_wal_hook((sqlite3 *)db, reseed_wal_committed, (void *)(intptr_t)autocheckpoint);
 }

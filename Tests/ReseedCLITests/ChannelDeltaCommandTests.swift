@@ -63,28 +63,33 @@ import Testing
 /// one its install recorded (a seed beside a user store: the app's data and GRDB's writes go to the
 /// user store), and hashes the whole result once anything wrote to it.
 @Suite(.timeLimit(.minutes(10))) struct IncrementalDeltaCheckTests {
-    /// 1.0.0 installed by `reseed launch`, 1.0.0 then 1.1.0 published: the update's arguments.
-    func launchedAndPublished(_ sandbox: ChannelSandbox) throws -> (update: [String], launch: [String], offered: Seed) {
+    /// 1.0.0 installed by `reseed launch` (with a user store, unless not `userStore`), 1.0.0 then 1.1.0
+    /// published: the update's arguments.
+    func launchedAndPublished(_ sandbox: ChannelSandbox, userStore: Bool = true) throws -> (update: [String], launch: [String], offered: Seed) {
         let bundled = try sandbox.release("1.0.0", generation: 0)
         try sandbox.publish(bundled, compressed: true)
         let offered = try sandbox.release("1.1.0", generation: 1)
         #expect(try sandbox.publish(offered, compressed: true).manifest.deltas.count == 1)
         let publicKey = sandbox.directory.appending("channel.pub")
         try Data((sandbox.key.publicKey.base64 + "\n").utf8).write(to: publicKey)
-        let launch = ["launch", "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user"]
+        let user = userStore ? ["--user-store", "items-user"] : []
+        let launch = ["launch", "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path] + user
         let launched = try ReseedBinary.run(launch)
         #expect(launched.status == 0, "\(launched.stderr)")
         let update = ["update", "--channel", sandbox.server.url.absoluteString, "--public-key", publicKey.path,
-                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path, "--user-store", "items-user", "--json", "--verbose"]
+                      "--seed", bundled.manifestURL.path, "--data-dir", sandbox.dataDirectory.path] + user + ["--json", "--verbose"]
         return (update, launch, offered)
     }
 
-    @Test func aStoreUnchangedSinceItsInstallIsCheckedFromTheChangedRows() throws {
+    /// Beside a user store, or a single-file store the app's launches only read (they write nothing into it).
+    @Test(arguments: [true, false]) func aStoreUnchangedSinceItsInstallIsCheckedFromTheChangedRows(userStore: Bool) throws {
         let sandbox = try ChannelSandbox()
-        let (update, launch, offered) = try launchedAndPublished(sandbox)
-        // A second launch opens the stores (as an app does every start): the seed stays the file its install recorded.
-        let relaunched = try ReseedBinary.run(launch)
-        #expect(relaunched.status == 0, "\(relaunched.stderr)")
+        let (update, launch, offered) = try launchedAndPublished(sandbox, userStore: userStore)
+        // More launches open the store (as an app does every start): the seed stays the file its install recorded.
+        for _ in 0..<2 {
+            let relaunched = try ReseedBinary.run(launch)
+            #expect(relaunched.status == 0, "\(relaunched.stderr)")
+        }
         let result = try ReseedBinary.run(update)
         #expect(result.status == 0, "\(result.stderr)")
         #expect((try? jsonObject(result.stdout))?["method"] as? String == "delta", "\(result.stdout)")
@@ -97,9 +102,8 @@ import Testing
 
     /// A single-file store whose `-wal` holds an app's committed row, not yet checkpointed (the
     /// app was killed), so the file alone is not what the store holds: the delta's result is hashed
-    /// whole, does not match, and the full seed replaces it. (Two things turn the incremental check
-    /// off here: the app's first open switched the file to WAL, which changed its fingerprint, and
-    /// the `-wal` holds frames; this test does not tell them apart.)
+    /// whole, does not match, and the full seed replaces it. The store file is as its install left
+    /// it: the `-wal`'s fingerprint is what tells.
     @Test func framesInTheWALOfASingleFileStoreTurnTheIncrementalCheckOff() throws {
         let sandbox = try ChannelSandbox()
         let (withUserStore, launchWithUserStore, offered) = try launchedAndPublished(sandbox)
@@ -114,16 +118,7 @@ import Testing
         #expect(launched.status == 0, "\(launched.stderr)")
         let before = try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.modificationDate] as? Date
         // A committed row left in the -wal: the writer exits without closing, so nothing is checkpointed.
-        let writer = Process()
-        writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        writer.arguments = ["-c", """
-            import os, sqlite3, sys
-            c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_autocheckpoint = 0")
-            c.execute("UPDATE item SET label = 'written by the app' WHERE id = 2"); c.commit(); os._exit(0)
-            """, sandbox.storeURL.path]
-        try writer.run()
-        writer.waitUntilExit()
-        #expect(writer.terminationStatus == 0)
+        #expect(try sandbox.leaveARowInTheWAL(label: "written by the app") == 0)
         #expect(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.modificationDate] as? Date == before)
         #expect((try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path + "-wal")[.size] as? Int ?? 0) > 0)
         let result = try ReseedBinary.run(strip(withUserStore))

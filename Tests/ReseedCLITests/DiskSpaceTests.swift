@@ -28,11 +28,13 @@ import Testing
         return "\(sandbox.dataDirectory.path): not enough free space to \(purpose): it needs \(need), \(free) are free; free some space on that device, then try again"
     }
 
-    /// What any update makes before it decides anything: its lock file, and the empty `-wal` and
-    /// `-shm` of SQLite's read-only look at the store's embedded version.
-    /// The trust floors are among them: kept the moment the channel's files verify, before any download.
-    func madeByEveryUpdate(_ name: String) -> Bool {
-        name.hasSuffix("update-lock") || name == "items.sqlite-wal" || name == "items.sqlite-shm" || name.hasSuffix(".reseed-trust.json")
+    /// What any update makes before it decides anything, as the data directory held `before`: its
+    /// lock file, and the `-shm` (and an empty `-wal` where the store had none) of SQLite's read-only
+    /// look at the store's embedded version; and the trust floors, kept the moment the channel's files
+    /// verify, before any download.
+    func madeByEveryUpdate(_ name: String, before: [String: Data]) -> Bool {
+        name.hasSuffix("update-lock") || name == "items.sqlite-shm" || (name == "items.sqlite-wal" && before[name] == nil)
+            || name.hasSuffix(".reseed-trust.json")
     }
 
     /// The data directory's files, each with its bytes: what a refused install must leave alone.
@@ -82,7 +84,7 @@ import Testing
         try sandbox.launch(bundled)
         let offered = try sandbox.seed("1.1.0", paddingBytes: 2 << 20)
         try sandbox.publish(offered)
-        let before = try snapshot(sandbox)
+        let before = try snapshot(sandbox).filter { $0.key != "items.sqlite-shm" }
         let needed = offered.manifest.size + DiskSpace.install(seedSize: offered.manifest.size)
         var updater = sandbox.updater(bundled)
         updater = ChannelUpdater(channel: updater.channelURL, publicKeys: updater.publicKeys,
@@ -93,7 +95,7 @@ import Testing
         #expect(error.description == sentence("download and install items 1.1.0", needed: needed, available: needed - 1, in: sandbox))
         #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json"], "no GET of the seed")
         #expect(try sandbox.downloadFiles().isEmpty)
-        let after = try snapshot(sandbox).filter { !madeByEveryUpdate($0.key) }
+        let after = try snapshot(sandbox).filter { !madeByEveryUpdate($0.key, before: before) }
         #expect(after == before, "\(after.filter { before[$0.key] != $0.value }.keys.sorted())")
         #expect(try sandbox.recorded().version == "1.0.0")
     }
@@ -124,9 +126,11 @@ import Testing
         try sandbox.publish(bundled, compressed: true)
         let offered = try sandbox.release("1.1.0", generation: 1)
         let delta = try #require(try sandbox.publish(offered, compressed: true).manifest.deltas.first)
-        let before = try snapshot(sandbox)
-        // The copy the delta is applied to is the installed store's, not the new seed's size.
-        let installedSize = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.size] as? Int64)
+        let before = try snapshot(sandbox).filter { $0.key != "items.sqlite-shm" }
+        // The copy the delta is applied to is the installed store's (its file and its -wal), not the new seed's size.
+        let installedSize = try ["", "-wal"].reduce(Int64(0)) { total, suffix in
+            try total + ((FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path + suffix)[.size] as? Int64) ?? 0)
+        }
         #expect(installedSize != offered.manifest.size)
         let downloaded = delta.file.smallest.size
         let needed = 2 * downloaded + DiskSpace.deltaInstall(installedSize: installedSize, deltaSize: downloaded)
@@ -138,7 +142,7 @@ import Testing
         #expect(error.description == sentence("download and install items 1.1.0 from a delta", needed: needed, available: needed - 1, in: sandbox))
         #expect(try sandbox.server.requests().map(\.path) == ["/channel.json", "/channel.json.sig", "/keys.json"], "neither the delta nor the seed is fetched")
         #expect(try sandbox.downloadFiles().isEmpty)
-        let after = try snapshot(sandbox).filter { !madeByEveryUpdate($0.key) }
+        let after = try snapshot(sandbox).filter { !madeByEveryUpdate($0.key, before: before) }
         #expect(after == before, "\(after.filter { before[$0.key] != $0.value }.keys.sorted())")
         #expect(try sandbox.storeContentHash() == bundled.manifest.contentHash)
     }

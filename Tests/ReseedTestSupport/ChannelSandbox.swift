@@ -167,6 +167,22 @@ public final class ChannelSandbox {
         return (try preferences.recordedVersion(of: "items"), try preferences.recordedSource(of: "items"))
     }
 
+    /// An app's committed row left in the store's `-wal` (item 2's label set to `label`): written by
+    /// another process (python3's sqlite3) that exits without closing, so nothing checkpoints it into
+    /// the store file. Returns the writer's exit status.
+    public func leaveARowInTheWAL(label: String) throws -> Int32 {
+        let writer = Process()
+        writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        writer.arguments = ["-c", """
+            import os, sqlite3, sys
+            c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_autocheckpoint = 0")
+            c.execute("UPDATE item SET label = ? WHERE id = 2", (sys.argv[2],)); c.commit(); os._exit(0)
+            """, storeURL.path, label]
+        try writer.run()
+        writer.waitUntilExit()
+        return writer.terminationStatus
+    }
+
     /// The store's content hash, computed from the file.
     public func storeContentHash() throws -> String {
         try SeedContentHash.compute(path: storeURL.path)

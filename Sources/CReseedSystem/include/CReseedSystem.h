@@ -30,4 +30,16 @@ int reseed_lower_thread_priority(void);
 /// Declared with `void *` so that this module does not import a second copy of sqlite3.h into Swift.
 int reseed_sqlite_disable_triggers(void *db);
 
+/// sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, &kept) on an open `sqlite3 *`: the
+/// connection's close leaves the `-wal` as it is (no checkpoint into the database file, no removal).
+/// 0 when set, -1 when not.
+int reseed_sqlite_keep_wal_on_close(void *db);
+
+/// Replaces the connection's WAL hook with one that, at its first commit, turns the checkpoint on
+/// close back on (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE 0) and, at every commit, checkpoints once the
+/// `-wal` holds `autocheckpoint` frames or more, as SQLite's own hook does (sqlite3_wal_autocheckpoint;
+/// 0 or less: never). A connection that only reads keeps its `-wal` at close; one that wrote
+/// checkpoints it into the database file, as by default.
+void reseed_sqlite_checkpoint_on_close_once_written(void *db, int autocheckpoint);
+
 #endif

@@ -62,10 +62,12 @@ extension Installation {
     /// The incremental content hashes a delta's result may be checked with (see
     /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:rowsApplied:rowsHashed:)``): the
     /// one recorded for the installed seed and the manifest's. Nil, and the whole result is hashed,
-    /// when either is missing, the store's `-wal` holds frames, or the store file no longer has the
-    /// fingerprint recorded when it was installed: then something wrote to it since (an app that
-    /// opened a single-file store: GRDB writes a transaction at every open), and only the whole
-    /// content says what it holds. A seed beside a user store is attached read-only and keeps it.
+    /// when either is missing, or the store file and its `-wal` no longer have the fingerprint
+    /// recorded when it was installed: then something wrote to the store since (an app's row, in the
+    /// `-wal` or checkpointed into the file; a connection that is not the launcher's, whose close
+    /// checkpoints the `-wal`), and only the whole content says what it holds. A single-file store
+    /// the app only reads through the launcher's pool keeps it (see ``StoreWAL``); a seed beside a
+    /// user store is attached read-only and keeps it.
     private func incrementalCheck(storeFingerprint: String?) throws(ReseedError) -> (installed: String, expected: String)? {
         guard let expected = manifest.incrementalContentHash, let storeFingerprint else { return nil }
         let (contents, entries) = try preferences.readEntries()
@@ -102,8 +104,8 @@ extension Installation {
     /// would wait forever on a FIFO, holding the store's lock.
     ///
     /// With `progress`, the copy reports the store file's bytes copied; the scale it returns goes on
-    /// with the apply and the content hash. It also returns the store's fingerprint as it was
-    /// before the copy, or nil when its `-wal` held frames.
+    /// with the apply and the content hash. It also returns the fingerprint of the store file and its
+    /// `-wal` (``StoreWAL/fingerprint(store:wal:)``) as the copy found them.
     private func copyInstalledStore(
         into name: String, progress report: ProgressReport?
     ) throws(ReseedError) -> (progress: DeltaProgress?, storeFingerprint: String?) {
@@ -124,16 +126,20 @@ extension Installation {
         let progress = report.map { DeltaProgress(report: $0, storeSize: size) }
         progress?.report(.copy, 0, of: 1)
         let path = directory.path(name)
-        let methods = try during(.applyDelta, path: path) { () throws -> [FileCopier.Method] in
+        let (methods, fingerprint) = try during(.applyDelta, path: path) { () throws -> ([FileCopier.Method], String?) in
             var readOnly = GRDB.Configuration()
             readOnly.readonly = true
             let source = try DatabaseQueue(path: storePath, configuration: readOnly)
             defer { try? source.close() }
-            return try source.read { db -> [FileCopier.Method] in
+            return try source.read { db -> ([FileCopier.Method], String?) in
                 // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
                 _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_schema")
                 let wal = try String.fetchOne(db, sql: "PRAGMA journal_mode")?.lowercased() == "wal"
-                let walSize = wal ? try directory.status(StoreLayout.wal(of: storeName))?.size ?? 0 : 0
+                // Measured once the snapshot is taken: a commit before it (into the -wal, or checkpointed
+                // into the file) changes one of them; one after it is not in what is copied.
+                let walStatus = try directory.status(StoreLayout.wal(of: storeName))
+                let fingerprint = try directory.status(storeName).map { StoreWAL.fingerprint(store: $0, wal: walStatus) }
+                let walSize = wal ? walStatus?.size ?? 0 : 0
                 guard walSize <= largest else {
                     throw ReseedError(.deltaMismatch, step: .applyDelta, path: directory.path(StoreLayout.wal(of: storeName)), message:
                         "the store's -wal is \(walSize) bytes: the app has written to the store; no delta starts from it")
@@ -142,7 +148,7 @@ extension Installation {
                 if walSize > 0 {
                     methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil))
                 }
-                return methods
+                return (methods, fingerprint)
             }
         }
         logger.debug("copied the installed seed for the delta", metadata: [
@@ -157,8 +163,7 @@ extension Installation {
             // Replays a copied -wal into the copy, and removes it.
             try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
         }
-        // Frames in the -wal: the file alone is not what the store holds, and its fingerprint says nothing.
-        return (progress, methods.count > 1 ? nil : status?.fingerprint)
+        return (progress, fingerprint)
     }
 
     /// The bytes of the file `source` of the data directory (never following a link) into the new

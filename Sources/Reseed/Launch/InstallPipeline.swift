@@ -8,7 +8,7 @@ import ReseedSystem
 ///
 /// ```
 /// lock ─▶ prepare ─▶ decide ─▶ clean ─▶ check space ─▶ copy / apply ─▶ verify ─▶ check the user store
-///      ─▶ ready the copy (holder) ─▶ hold the store (holder): swap, reopen ─▶ record ─▶ unlock
+///      ─▶ ready the copy ─▶ hold the store (holder): swap, reopen ─▶ record ─▶ unlock
 /// ```
 ///
 /// A caller hands it a ``Request`` (what to install, from which ``Source``) and says how it holds
@@ -144,8 +144,9 @@ struct InstallPipeline: Sendable {
         /// The old store's temp second name, when the holder retires it after the swap (see
         /// ``StoreHolder/retiresOldStore``): removed once the holder let operations go.
         var retired: String?
-        /// The new store file's fingerprint right after the rename, before anything can open it
-        /// (nil when it cannot be read: the incremental content hash is then not recorded).
+        /// The new store file's fingerprint and its `-wal`'s (``StoreWAL/fingerprint(of:in:)``) right
+        /// after the swap, before this install lets anything open it (nil when it cannot be read: the
+        /// incremental content hash is then not recorded).
         var storeFingerprint: String?
     }
 
@@ -179,9 +180,6 @@ protocol StoreHolder: Sendable {
     /// Whether the old store gets a temp second name at the swap, removed only after ``hold(_:installed:)``
     /// returned: freeing a large file's blocks then takes no time from the operations held back.
     var retiresOldStore: Bool { get }
-    /// Readies the verified copy `temporary` in `directory` for how the holder opens it, before
-    /// anything is held back (a live store switches it to WAL, as its pool would on opening it).
-    func ready(copy temporary: String, in directory: Directory) throws(ReseedError)
     /// Runs `swap` with no connection of the holder's on the store, then opens the store again: the
     /// new one, which `installed` describes, when `swap` returned; the old one when it threw.
     ///
@@ -195,7 +193,6 @@ protocol StoreHolder: Sendable {
 /// store): the swap needs nothing from the holder.
 struct ClosedStore: StoreHolder {
     var retiresOldStore: Bool { false }
-    func ready(copy temporary: String, in directory: Directory) {}
     func hold(_ swap: @escaping @Sendable () throws(InstallPipeline.Failure) -> InstallPipeline.Swapped, installed: LaunchOutcome)
         throws(InstallPipeline.Failure) -> (swapped: InstallPipeline.Swapped, opened: LaunchOutcome?)
     {
@@ -271,6 +268,10 @@ extension InstallPipeline {
                     prepared.recorded = try unrecorded.record(
                         in: installation.preferences, name: manifest.name, bundled: request.source.recorded == .bundle ? manifest.version : nil,
                         userStore: prepared.recorded?.userStore, timeout: configuration.lockTimeout, logger: logger)
+                    // What the kill left of the copy beside the store (its -wal, renamed after the copy), which a
+                    // launch that then finds the store up to date would never look for. Best effort.
+                    let storeName = installation.storeName
+                    _ = try? directory.removeTemporaryFiles { StoreLayout.isTemporary($0, of: storeName) }
                 }
             }
             if let expected = request.expecting, let now = prepared.recorded?.version, now != expected, now != manifest.version {
@@ -295,12 +296,6 @@ extension InstallPipeline {
                 "previous": "\(planned.previousVersion ?? "none")",
             ])
             let staged = try stage()
-            do throws(Failure) {
-                try InstallPipeline.during(.environment) { () throws(ReseedError) in try holder.ready(copy: staged.temporary, in: directory) }
-            } catch {
-                _ = try? directory.remove(staged.temporary)
-                throw error
-            }
             // Tables of the user's left undeclared in the store file kept aside: a later release that declares
             // them carries them (a declared one left there because its user-store table holds other rows is not
             // tried again: that would fail the same way). Recorded as soon as the store has its second name,
@@ -322,9 +317,9 @@ extension InstallPipeline {
                                                                     onKeptAside: recordStranded)
                     // The store is swapped in: a failed `stat` only costs a later delta its incremental check.
                     return Swapped(keptAside: keptAside, retired: retired,
-                                   storeFingerprint: (try? installation.directory.status(installation.storeName))??.fingerprint)
+                                   storeFingerprint: StoreWAL.fingerprint(of: installation.storeName, in: installation.directory))
                 } catch {
-                    _ = try? installation.directory.remove(staged.temporary)
+                    installation.discard(copy: staged.temporary)
                     throw Failure(error, origin: .store, changedNothing: false)
                 }
             }
@@ -334,7 +329,7 @@ extension InstallPipeline {
             } catch {
                 // The holder failed before the swap (its pool would not close): the copy goes. After the
                 // rename the temp name is gone and this removes nothing.
-                _ = try? directory.remove(staged.temporary)
+                installation.discard(copy: staged.temporary)
                 throw error
             }
             let (swapped, opened) = held
@@ -350,8 +345,8 @@ extension InstallPipeline {
             return (swapped, outcome)
         }
 
-        /// Clean, check the free space, copy (or apply), verify and check the user store: a verified
-        /// temp file beside the store, or nothing made and this throws.
+        /// Clean, check the free space, copy (or apply), verify, check the user store and ready the copy
+        /// (``Installation/ready(copy:)``): a verified temp file beside the store, or nothing made and this throws.
         private func stage() throws(Failure) -> Staged {
             let storeName = installation.storeName
             let removedLeftovers = try InstallPipeline.during(.environment) { () throws(ReseedError) in
@@ -375,8 +370,9 @@ extension InstallPipeline {
             }
             do throws(Failure) {
                 try InstallPipeline.during(.store) { () throws(ReseedError) in try installation.checkUserStore(seedAt: directory.path(temporary)) }
+                try InstallPipeline.during(.environment) { () throws(ReseedError) in try installation.ready(copy: temporary) }
             } catch {
-                _ = try? directory.remove(temporary)
+                installation.discard(copy: temporary)
                 throw error
             }
             return Staged(temporary: temporary, removedLeftovers: removedLeftovers)

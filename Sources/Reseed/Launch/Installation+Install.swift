@@ -146,7 +146,22 @@ extension Installation {
         }
     }
 
-    /// Step 4: no one has the old store open; sidecars gone; rename; directory fsync.
+    /// Readies the verified copy `temporary` for the swap: a single-file store's is switched to WAL
+    /// with the `-wal` the app's launches then keep (see ``StoreWAL``); a seed beside a user store is
+    /// only ever attached read-only and keeps its rollback journal.
+    func ready(copy temporary: String) throws(ReseedError) {
+        guard configuration.userStore == nil else { return }
+        try StoreWAL.ready(temporary, in: directory)
+    }
+
+    /// Removes the copy `temporary` and the sidecars SQLite made for it. Best effort: what stays is a
+    /// temp file the next install removes.
+    func discard(copy temporary: String) {
+        for name in [temporary] + StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(name) }
+    }
+
+    /// Step 4: no one has the old store open; sidecars gone; rename; directory fsync; the copy's `-wal`
+    /// (see ``ready(copy:)``) beside the store.
     ///
     /// A store that is not a usable database, or any store when `keepAside` (it failed to open),
     /// first gets a second name so replacing it loses nothing.
@@ -198,6 +213,7 @@ extension Installation {
             try directory.rename(temporary, to: storeName)
             try directory.sync()
         }
+        StoreWAL.follow(temporary, to: storeName, in: directory)
         // Sidecars SQLite made for the copy under its temp name (switching a copy out of or into WAL
         // creates them) and could not remove itself: nothing reads them now, and an up-to-date
         // launch would never look for them. Best effort.

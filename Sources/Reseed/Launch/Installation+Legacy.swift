@@ -62,6 +62,9 @@ extension Installation {
                                        timeout: configuration.lockTimeout, logger: logger)
         }
         try during(.adoptLegacyStore, path: legacyPath) {
+            // Sidecars whose store is gone belong to no database (the -wal an install puts beside a
+            // single-file store, the store since removed): the adopted store must never meet them.
+            for sidecar in StoreLayout.sidecars(of: storeName) { try directory.remove(sidecar) }
             switch source {
             case .some(let file):
                 try copyAcross(from: file, path: legacyPath)

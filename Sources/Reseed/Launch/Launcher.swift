@@ -16,9 +16,11 @@ import ReseedSystem
 /// 1. lock the store (a lock file with `flock`, plus an in-process lock);
 /// 2. read the preferences and the manifest; decide;
 /// 3. copy the seed to a temp file beside the store (`O_EXCL`, no link
-///    followed) with the fastest copy the OS has, fsync, verify;
+///    followed) with the fastest copy the OS has, fsync, verify; a single-file
+///    store's copy switched to WAL, with the `-wal` the app's launches keep;
 /// 4. make sure no other connection has the old store open; remove its
 ///    `-wal`, `-shm`, `-journal`; rename the copy over it; fsync the directory;
+///    the copy's `-wal` beside it;
 /// 5. record the new version in the preferences (atomically);
 /// 6. unlock; open the store.
 ///
@@ -108,6 +110,11 @@ public struct Launcher: Sendable {
     }
 
     /// Brings the store up to date without opening it, for apps that use another SQLite library.
+    ///
+    /// Without a ``Configuration/userStore``, a store it installs is in WAL mode, with a `-wal` holding
+    /// one commit that changes nothing: a GRDB pool opening it writes nothing. Any library reads it
+    /// as it is; one that switches it to a rollback journal writes the file (a later delta then
+    /// hashes its whole result once).
     ///
     /// - Returns: what the launch did; ``LaunchOutcome/storeURL`` is the store to open.
     /// - Throws: ``ReseedError``.

@@ -28,8 +28,9 @@ extension PreferencesFile {
         var contentHash: String?
         /// The installed seed's ``IncrementalContentHash``, recorded when it was installed.
         var incrementalContentHash: String?
-        /// The store file's ``FileStatus/fingerprint`` right after that install: while the file
-        /// still has it, nobody wrote to it, and a delta may check its result incrementally.
+        /// The fingerprint of the store file and its `-wal` right after that install
+        /// (``StoreWAL/fingerprint(store:wal:)``): while they still have it, nobody wrote to the
+        /// store, and a delta may check its result incrementally.
         var storeFingerprint: String?
         /// The fingerprint of the user store's last complete check (see ``UserStoreSchema``).
         var userStoreChecked: String?

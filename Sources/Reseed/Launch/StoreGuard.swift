@@ -1,4 +1,5 @@
 import Foundation
+import CReseedSystem
 import GRDBSQLite
 import ReseedSystem
 
@@ -15,8 +16,10 @@ import ReseedSystem
 /// - ``Purpose/replace``: the store is about to be replaced, its content does not
 ///   matter. The WAL is left as it is (the caller removes the sidecars), and the
 ///   connection is set to never delete the WAL file by name when it closes
-///   (`SQLITE_FCNTL_PERSIST_WAL`; in exclusive mode it uses no `-shm` either): it
-///   closes after the new store has been renamed in, whose sidecars it must not touch.
+///   (`SQLITE_FCNTL_PERSIST_WAL`; in exclusive mode it uses no `-shm` either) nor
+///   checkpoint it into the file (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`): it closes after
+///   the new store has been renamed in, whose sidecars it must not touch, or after a
+///   failure, which leaves the old store's file and `-wal` as they were.
 /// - ``Purpose/move``: the store keeps its content at another path (a legacy store).
 ///   It is switched out of WAL first (`PRAGMA journal_mode=DELETE`, which checkpoints
 ///   the WAL into the file and fails while anyone else has it open): the file alone
@@ -87,6 +90,9 @@ final class StoreGuard {
             // Must precede any access: exclusive mode from the start means no -shm is used.
             var persist: Int32 = 1
             _ = sqlite3_file_control(connection, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            // Nor checkpoint into the old file when it closes: an install that fails before the swap
+            // leaves the store's file and its -wal as they were (see StoreWAL).
+            _ = reseed_sqlite_keep_wal_on_close(UnsafeMutableRawPointer(connection))
             var ignored = ""
             _ = query(connection, "PRAGMA locking_mode=EXCLUSIVE", &ignored)
         }

@@ -8,7 +8,7 @@ import ReseedSystem
 /// | file | kind | removed by |
 /// |---|---|---|
 /// | `triage.sqlite` | the store | never (an install replaces it) |
-/// | `triage.sqlite-wal`, `-shm`, `-journal` | SQLite's sidecars | an install, before the swap (with the old store closed) |
+/// | `triage.sqlite-wal`, `-shm`, `-journal` | SQLite's sidecars (a single-file store's `-wal` is its install's, see `StoreWAL`) | an install, before the swap (with the old store closed) |
 /// | `.triage.sqlite.reseed-lock` | the lock of launches and installs | never: a lock file stays |
 /// | `.triage.sqlite.reseed-update-lock` | the lock of channel updates | never |
 /// | `.triage.sqlite.reseed-trust.json` | what the device verified of its channel (``ChannelFloors``) | never: it survives lost preferences |

@@ -104,8 +104,8 @@ extension LiveStore {
         return (outcome, installed)
     }
 
-    /// A live store as the install pipeline's ``StoreHolder``: the verified copy switched to WAL (as
-    /// the pool would on opening it) before anything is held back; then observers are told, every
+    /// A live store as the install pipeline's ``StoreHolder``: once the pipeline readied the verified
+    /// copy (in WAL mode, as its pool opens it), observers are told, every
     /// operation is held back, the pool is closed, the swap runs, and the store is opened again
     /// through ``Launcher/open(_:repairing:)`` (the user store migrated and checked), after which the
     /// held operations run on it.
@@ -124,24 +124,6 @@ extension LiveStore {
 
         /// The old file's blocks are freed after operations resume: that takes time in proportion to its size.
         var retiresOldStore: Bool { true }
-
-        /// Switches the verified copy to WAL mode, as the pool would on opening it, and makes that durable:
-        /// the switch writes and syncs the header, which is work to keep out of the blocked window. With a
-        /// user store the seed is only ever attached read-only: it keeps its rollback journal.
-        func ready(copy temporary: String, in directory: Directory) throws(ReseedError) {
-            guard launcher.configuration.userStore == nil else { return }
-            let path = directory.path(temporary)
-            try during(.open, path: path) {
-                let queue = try DatabaseQueue(path: path)
-                try queue.writeWithoutTransaction { db in
-                    guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
-                        throw ReseedError(.database, step: .open, path: path, message: "the copy did not switch to WAL mode")
-                    }
-                }
-                try queue.close()
-                try directory.syncFile(temporary)
-            }
-        }
 
         func hold(_ swap: @escaping @Sendable () throws(InstallPipeline.Failure) -> InstallPipeline.Swapped, installed: LaunchOutcome)
             throws(InstallPipeline.Failure) -> (swapped: InstallPipeline.Swapped, opened: LaunchOutcome?)

@@ -25,7 +25,7 @@ extension Launcher {
     /// the up-to-date launch (figure 10).
     func openPoolReadingSchemaVersion(seed storeURL: URL) throws -> (pool: DatabasePool, userSchemaVersion: Int?) {
         guard let userStoreURL else {
-            let pool = try DatabasePool(path: storeURL.path, configuration: configuration.pool)
+            let pool = try DatabasePool(path: storeURL.path, configuration: configuration.singleFileStorePool)
             OpenStores.register(pool, path: storeURL.path)
             return (pool, nil)
         }

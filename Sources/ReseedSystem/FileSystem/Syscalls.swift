@@ -272,6 +272,18 @@ enum Syscalls {
         return String(cString: resolved)
     }
 
+    /// `clock_gettime(2)` of the clock file systems stamp `st_mtim` with, in nanoseconds since 1970:
+    /// `CLOCK_REALTIME_COARSE` on Linux (the kernel's tick, up to 10 ms behind the time), else `CLOCK_REALTIME`.
+    static func fileClockNow() -> Int64 {
+        var now = timespec()
+        #if os(Linux)
+        _ = clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        #else
+        _ = clock_gettime(CLOCK_REALTIME, &now)
+        #endif
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
     /// `geteuid(2)`: the user this process acts as.
     static func effectiveUserID() -> UInt32 {
         UInt32(geteuid())
@@ -360,6 +372,11 @@ package struct FileStatus: Sendable {
     /// Equal fingerprints say the file was not written, renamed over or truncated in between (as far
     /// as the clock's resolution tells, and unless someone set the times back on purpose).
     package var fingerprint: String { "\(device):\(inode):\(size):\(modified):\(changed)" }
+
+    /// Whether a write to the file from now on gives it another modification time: the clock file
+    /// systems stamp it with (``Syscalls/fileClockNow()``) has passed ``modified``. Until then a
+    /// write in the same tick could leave ``fingerprint`` as it was.
+    package var isBehindFileClock: Bool { Syscalls.fileClockNow() > modified }
 
     /// Whether the user this process acts as (`geteuid(2)`) owns the file.
     package var isOwnedByEffectiveUser: Bool { ownerID == Syscalls.effectiveUserID() }

@@ -257,7 +257,7 @@ struct InstallPipelineFaultTests {
     @Test func aFailureReadyingALiveCopyDoesNotFallBackToTheFullSeed() async throws {
         let device = try Device(delta: true)
         let attempts = try await device.record(.liveDeltaUpdate).attempts
-        // The copy's last sync before it is renamed in: the live store's switch of it to WAL.
+        // The copy's last sync before it is renamed in: the pipeline readying it (its switch to WAL).
         let rename = try #require(attempts.firstIndex { $0.kind == .rename && $0.path.hasSuffix("/items.sqlite") })
         let ready = try #require(attempts[..<rename].lastIndex { $0.kind == .sync && $0.path.contains(".items.sqlite.reseed-tmp-") })
         try device.reset()

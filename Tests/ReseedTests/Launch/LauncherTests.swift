@@ -157,8 +157,12 @@ import Testing
         let sandbox = try LaunchSandbox()
         let outcome = try sandbox.launcher(try sandbox.seed("1.0.0")).prepare()
         #expect(outcome.action == .installed)
-        // Never opened: still a rollback-journal file, no WAL beside it.
-        #expect(!FileManager.default.fileExists(atPath: sandbox.storeURL.path + "-wal"))
+        // Never opened, but readied as an opened pool leaves it: in WAL mode, with the one-frame -wal
+        // the install put beside it (a pool opening it finds a -wal and writes nothing).
+        let header = try FileHandle(forReadingFrom: sandbox.storeURL).read(upToCount: 20) ?? Data()
+        #expect(Array(header.suffix(2)) == [2, 2], "WAL read and write versions")
+        let wal = try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path + "-wal")[.size] as? Int
+        #expect(wal == 32 + 24 + 4096, "a header and one frame of a 4096-byte page")
         #expect(try sandbox.labels().count == 3)
     }
 

@@ -64,6 +64,35 @@ import Testing
         #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3"])
     }
 
+    /// A `-wal` left in the data directory without its store (the one an install puts beside a
+    /// single-file store, the store file since removed), holding a table the legacy store lacks:
+    /// the adopted store never meets it.
+    @Test func aWALLeftWithoutItsStoreIsNotPairedWithTheAdoptedStore() throws {
+        let sandbox = try LaunchSandbox()
+        let legacy = try legacyStore(sandbox, in: sandbox.directory.appending("Documents"))
+        _ = try sandbox.launcher(try sandbox.seed("2.0.0")).prepare()
+        var configuration = Configuration()
+        configuration.prepareDatabase { try $0.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        let pool = try DatabasePool(path: sandbox.storeURL.path, configuration: configuration)
+        try pool.write { try $0.execute(sql: "CREATE TABLE stray (x)") }
+        let stray = sandbox.directory.appending("stray-wal")
+        try FileManager.default.copyItem(atPath: sandbox.storeURL.path + "-wal", toPath: stray.path)
+        try pool.close()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: sandbox.storeURL.path + suffix) }
+        try FileManager.default.copyItem(atPath: stray.path, toPath: sandbox.storeURL.path + "-wal")
+
+        let outcome = try launcher(sandbox, "1.0.0", legacy: legacy).prepare()
+        #expect(outcome.adoptedFrom?.path == legacy.path)
+        #expect(outcome.action == .upToDate)
+        let queue = try DatabaseQueue(path: sandbox.storeURL.path)
+        let tables = try queue.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") }
+        let check = try queue.read { try String.fetchOne($0, sql: "PRAGMA quick_check") }
+        try queue.close()
+        #expect(!tables.contains("stray"), "\(tables)")
+        #expect(check == "ok")
+        #expect(try sandbox.labels() == ["1.0.0-1", "1.0.0-2", "1.0.0-3", "user row in the WAL"])
+    }
+
     @Test(.enabled(if: FileManager.default.isWritableFile(atPath: "/dev/shm"), "needs /dev/shm, another filesystem"))
     func legacyStoreOnAnotherFilesystemIsCopiedCheckedAndRemoved() throws {
         let sandbox = try LaunchSandbox()
