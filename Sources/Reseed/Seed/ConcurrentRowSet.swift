@@ -43,8 +43,9 @@ final class ConcurrentRowSet {
     }
 
     private func startHelpers() -> BatchQueue {
-        let queue = BatchQueue(capacity: Self.helperCount)
-        let threads = (0..<Self.helperCount).map { _ in
+        let count = Self.helperCount
+        let queue = BatchQueue(capacity: count)
+        let threads = (0..<count).map { _ in
             BlockingThread.start("reseed-row-set") {
                 var sum = RowSetHash()
                 while let batch = queue.next() {
