@@ -51,8 +51,6 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                // ChaCha20 for the incremental content hash's row expansion (see RowSetHash).
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
         .target(

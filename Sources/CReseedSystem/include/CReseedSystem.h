@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "CReseedRowSet.h"
+
 /// copy_file_range(2) on Linux; returns -1 with errno ENOSYS elsewhere.
 ssize_t reseed_copy_file_range(int fd_in, int fd_out, size_t length);
 

@@ -1,4 +1,4 @@
-import _CryptoExtras
+import CReseedSystem
 import Crypto
 import Foundation
 import GRDBSQLite
@@ -12,6 +12,10 @@ import GRDBSQLite
 /// lane by lane modulo 2¹⁶. Adding and removing rows commute, so the hash of a seed after a delta
 /// follows from the hash before it and the rows the delta removed and added, without reading the
 /// rest (see <doc:ContentHash>).
+///
+/// The expansion is the cost of hashing a row: a C kernel (`reseed_row_set_combine`) computes the
+/// key stream of 4, 8 or 16 blocks at a time, as the CPU's vectors allow, and adds it into the
+/// lanes in the registers it was computed in (measured in `Benchmarks/README.md`, figure 5).
 struct RowSetHash: Equatable, Sendable {
     /// The number of 16-bit lanes.
     static let laneCount = 1024
@@ -41,23 +45,34 @@ struct RowSetHash: Equatable, Sendable {
         return bytes
     }
 
-    private static let zeros = [UInt8](repeating: 0, count: byteCount)
-    private static let nonce: Insecure.ChaCha20CTR.Nonce? = try? Insecure.ChaCha20CTR.Nonce(data: [UInt8](repeating: 0, count: 12))
-
     /// Adds (`sign` 1) or removes (`sign` -1) the element whose canonical encoding has `digest`.
     ///
-    /// - Throws: `CryptoKitError` if ChaCha20 refuses the key, which a SHA-256 digest never is.
+    /// - Throws: nothing: kept throwing for its callers, as when swift-crypto's ChaCha20 computed the expansion.
     mutating func combine(_ digest: SHA256.Digest, sign: Int) throws {
-        guard let nonce = Self.nonce else { throw CryptoKitError.incorrectParameterSize }
-        let stream = try Insecure.ChaCha20CTR.encrypt(Self.zeros, using: SymmetricKey(data: digest), nonce: nonce)
-        stream.withUnsafeBytes { raw in
-            lanes.withUnsafeMutableBufferPointer { lanes in
-                for index in 0..<Self.laneCount {
-                    let element = UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 2 * index, as: UInt16.self))
-                    lanes[index] = sign > 0 ? lanes[index] &+ element : lanes[index] &- element
-                }
-            }
+        digest.withUnsafeBytes { combine(digests: $0, sign: sign) }
+    }
+
+    /// Adds (`sign` 1) or removes (`sign` -1) the elements whose canonical encodings have the
+    /// SHA-256 digests `digests` holds, 32 bytes each, back to back.
+    mutating func combine(digests: UnsafeRawBufferPointer, sign: Int) {
+        guard let keys = digests.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        lanes.withUnsafeMutableBufferPointer { lanes in
+            reseed_row_set_combine(lanes.baseAddress, keys, digests.count / SHA256.byteCount, sign < 0 ? 1 : 0)
         }
+    }
+
+    /// As ``combine(digests:sign:)``, with the kernel's implementation of `width` blocks at a time
+    /// (16, 8 or 4); false when this CPU cannot run it. For the tests that compare them.
+    mutating func combine(digests: UnsafeRawBufferPointer, sign: Int, width: Int32) -> Bool {
+        guard let keys = digests.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
+        return lanes.withUnsafeMutableBufferPointer { lanes in
+            reseed_row_set_combine_width(width, lanes.baseAddress, keys, digests.count / SHA256.byteCount, sign < 0 ? 1 : 0) == 0
+        }
+    }
+
+    /// Adds the elements `other` holds: the hash of both multisets.
+    mutating func add(_ other: RowSetHash) {
+        for index in lanes.indices { lanes[index] &+= other.lanes[index] }
     }
 }
 
@@ -66,29 +81,37 @@ struct RowSetHash: Equatable, Sendable {
 /// count, a row mark, then the rowid when hashed and the row's values (see <doc:ContentHash>).
 struct RowSetAccumulator {
     var hash = RowSetHash()
-    private var element = ContentHasher(capacity: 1024)
+    private var element = RowElement()
 
     init(hash: RowSetHash = RowSetHash()) {
         self.hash = hash
     }
 
     /// Adds the current row of `statement` (its `count` columns: ``TableRows/selected``) of `rows`' table.
+    ///
+    /// - Throws: nothing: kept throwing for its callers, as ``RowSetHash/combine(_:sign:)`` is.
     mutating func add(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows) throws {
-        try hash.combine(digest(statement, count, of: rows), sign: 1)
+        try hash.combine(element.digest(statement, count, of: rows), sign: 1)
     }
 
     /// Removes the current row of `statement`, as ``add(_:_:of:)`` adds it.
     mutating func remove(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows) throws {
-        try hash.combine(digest(statement, count, of: rows), sign: -1)
+        try hash.combine(element.digest(statement, count, of: rows), sign: -1)
     }
+}
 
-    private mutating func digest(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows) -> SHA256.Digest {
-        element.reset()
-        element.text(Array(rows.table.utf8))
-        element.integer(rows.hashesRowid ? 1 : 0)
-        element.integer(Int64(rows.columnCount))
-        element.mark(.row)
-        for index in 0..<count { element.value(statement, index) }
-        return element.digest()
+/// The digest of one row's element: the SHA-256 of its canonical encoding (see ``RowSetAccumulator``).
+struct RowElement {
+    private var hasher = ContentHasher(capacity: 1024)
+
+    /// The digest of the current row of `statement` (its `count` columns: ``TableRows/selected``) of `rows`' table.
+    mutating func digest(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows) -> SHA256.Digest {
+        hasher.reset()
+        hasher.text(rows.tableBytes)
+        hasher.integer(rows.hashesRowid ? 1 : 0)
+        hasher.integer(Int64(rows.columnCount))
+        hasher.mark(.row)
+        for index in 0..<count { hasher.value(statement, index) }
+        return hasher.digest()
     }
 }

@@ -57,8 +57,7 @@ public enum SeedContentHash {
     /// tables): after every ``rowsPerProgress`` rows and at the end of each table, so the last call
     /// has the total. The rows are counted first, only when `progress` is given; the hash is the same.
     static func compute(db: Database, progress: ((_ hashed: Int64, _ total: Int64) -> Void)?) throws -> String {
-        var rowSet: RowSetAccumulator?
-        return try compute(db: db, progress: progress, rowSet: &rowSet)
+        try compute(db: db, progress: progress, rowSet: nil)
     }
 
     /// The content hash and the ``IncrementalContentHash`` of the database file at `path` in one
@@ -67,20 +66,19 @@ public enum SeedContentHash {
     /// - Throws: ``ReseedError`` (step ``ReseedError/Step/verify``) as ``compute(path:)``.
     public static func computeWithIncremental(path: String) throws(ReseedError) -> (contentHash: String, incremental: IncrementalContentHash) {
         try reading(path) { db in
-            var rowSet: RowSetAccumulator? = RowSetAccumulator()
-            let contentHash = try compute(db: db, progress: nil, rowSet: &rowSet)
-            let rows = rowSet?.hash ?? RowSetHash()
-            return (contentHash, try IncrementalContentHash(db: db, rowSet: rows))
+            let rowSet = ConcurrentRowSet()
+            let contentHash = try compute(db: db, progress: nil, rowSet: rowSet)
+            return (contentHash, try IncrementalContentHash(db: db, rowSet: rowSet.finish()))
         }
     }
 
-    private static func compute(db: Database, progress: ((Int64, Int64) -> Void)?, rowSet: inout RowSetAccumulator?) throws -> String {
+    private static func compute(db: Database, progress: ((Int64, Int64) -> Void)?, rowSet: ConcurrentRowSet?) throws -> String {
         var hasher = ContentHasher()
         if db.isInsideTransaction {
-            try hash(db, into: &hasher, progress: progress, rowSet: &rowSet)
+            try hash(db, into: &hasher, progress: progress, rowSet: rowSet)
         } else {
             try db.inTransaction(.deferred) {
-                try hash(db, into: &hasher, progress: progress, rowSet: &rowSet)
+                try hash(db, into: &hasher, progress: progress, rowSet: rowSet)
                 return .commit
             }
         }
@@ -100,7 +98,7 @@ public enum SeedContentHash {
     }
 
     private static func hash(
-        _ db: Database, into hasher: inout ContentHasher, progress: ((Int64, Int64) -> Void)?, rowSet: inout RowSetAccumulator?
+        _ db: Database, into hasher: inout ContentHasher, progress: ((Int64, Int64) -> Void)?, rowSet: ConcurrentRowSet?
     ) throws {
         let content = try ContentTables.read(db)
         hasher.text(Array("reseed-content-hash".utf8))
@@ -123,7 +121,7 @@ public enum SeedContentHash {
             counter = RowCounter(total: total, report: progress)
         }
         for table in tables {
-            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher, counter: &counter, rowSet: &rowSet)
+            try hashRows(of: table.name, withoutRowid: table.withoutRowid, db, into: &hasher, counter: &counter, rowSet: rowSet)
         }
     }
 
@@ -171,7 +169,7 @@ public enum SeedContentHash {
     /// With `rowSet`, each row is also added to the incremental content hash's row set.
     private static func hashRows(
         of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher,
-        counter: inout RowCounter?, rowSet: inout RowSetAccumulator?
+        counter: inout RowCounter?, rowSet: ConcurrentRowSet?
     ) throws {
         let rows = try TableRows(table, withoutRowid: withoutRowid, db)
         hasher.text(Array(table.utf8))
@@ -180,7 +178,7 @@ public enum SeedContentHash {
         try rows.forEachRow(rows.selectAll, db) { raw, count in
             hasher.mark(.row)
             for index in 0..<count { hasher.value(raw, index) }
-            try rowSet?.add(raw, count, of: rows)
+            rowSet?.add(raw, count, of: rows)
             counter?.row()
         }
         hasher.mark(.endOfTable)
@@ -193,6 +191,8 @@ public enum SeedContentHash {
 struct TableRows {
     /// The table's name, unquoted.
     var table: String
+    /// Its UTF-8 bytes, which every row's element starts with (see ``RowElement``).
+    var tableBytes: [UInt8]
     /// The table has no primary key: its rowid is the rows' identity, and is hashed.
     var hashesRowid: Bool
     /// The stored, not generated, columns.
@@ -216,6 +216,7 @@ struct TableRows {
     /// The rows of the table `shape` describes (read from the `main` database).
     init(_ shape: SeedDelta.TableShape) {
         table = shape.name
+        tableBytes = Array(shape.name.utf8)
         // Without a primary key, the rowid is the row's identity (as `reseed diff` matches rows) and is hashed.
         hashesRowid = shape.keyIsRowid
         // Generated columns (hidden 2 and 3) are computed from the schema, which is hashed already.

@@ -152,6 +152,13 @@ public struct SeedBuilder: Sendable {
         }
     }
 
+    /// The build connection's page cache, in KiB: a bound on the pages a step holds, so the
+    /// build's memory stays flat whatever the seed's size. Beyond it SQLite writes dirty pages to
+    /// the file before the commit (the file is not live, and a failed step rolls back from its
+    /// journal), where a cache larger than the seed held all of them (measured in
+    /// `Benchmarks/README.md`, figure 5b).
+    static let cacheKiB = 32 * 1024
+
     private func buildDatabase(
         _ work: String, compactingInto compacted: String, in directory: Directory, steps folder: MigrationsFolder
     ) throws(PackagingError) -> [SeedManifest.Step] {
@@ -172,7 +179,7 @@ public struct SeedBuilder: Sendable {
                 PRAGMA synchronous = OFF;
                 PRAGMA locking_mode = EXCLUSIVE;
                 PRAGMA temp_store = MEMORY;
-                PRAGMA cache_size = -262144;
+                PRAGMA cache_size = -\(Self.cacheKiB);
                 """)
         }
         let queue = try packaging(.build, path: path) { try DatabaseQueue(path: path, configuration: configuration) }

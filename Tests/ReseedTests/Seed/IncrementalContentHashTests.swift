@@ -39,9 +39,50 @@ import Testing
         #expect(Array(bytes.prefix(8)) == expected)
     }
 
+    /// Every implementation of the expansion (16, 8 or 4 blocks at a time, those this CPU runs)
+    /// gives each row the whole 2,048 bytes of ChaCha20's key stream, as `openssl enc` computes it,
+    /// and sums any batch of rows, added or removed, as one row at a time does.
+    @Test func everyExpansionIsTheKeyStreamOfOpenSSL() throws {
+        var random = SplitMix64(seed: 34)
+        let keys = (0..<3).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) } }
+        for key in keys {
+            let stream = try keyStream(key: key, bytes: RowSetHash.byteCount)
+            for width: Int32 in [4, 8, 16] {
+                var hash = RowSetHash()
+                guard key.withUnsafeBytes({ hash.combine(digests: $0, sign: 1, width: width) }) else { continue }
+                #expect(hash.bytes == stream, "width \(width)")
+            }
+        }
+        // Batches of every length around the widths, added and removed, against one row at a time.
+        let digests = (0..<40 * 32).map { _ in UInt8.random(in: 0...255, using: &random) }
+        for count in [1, 3, 4, 5, 15, 16, 17, 40] {
+            var oneByOne = RowSetHash()
+            for row in 0..<count {
+                digests[(32 * row)..<(32 * row + 32)].withUnsafeBytes { _ = oneByOne.combine(digests: $0, sign: row % 3 == 0 ? -1 : 1, width: 4) }
+            }
+            for width: Int32 in [4, 8, 16] {
+                var batched = RowSetHash()
+                let added = (0..<count).filter { $0 % 3 != 0 }, removed = (0..<count).filter { $0 % 3 == 0 }
+                let ran = digests.withUnsafeBytes { all in
+                    [(added, 1), (removed, -1)].allSatisfy { rows, sign in
+                        let batch = rows.flatMap { all[(32 * $0)..<(32 * $0 + 32)] }
+                        return batch.withUnsafeBytes { batched.combine(digests: $0, sign: sign, width: width) }
+                    }
+                }
+                guard ran else { continue }
+                #expect(batched == oneByOne, "width \(width), \(count) rows")
+            }
+        }
+    }
+
     /// The first 8 bytes of ChaCha20 with key SHA-256("") from `openssl enc`, the reference.
     func expectedKeyStreamPrefix() throws -> [UInt8] {
-        let key = SHA256.hash(data: Data()).map { String(format: "%02x", $0) }.joined()
+        try keyStream(key: Array(SHA256.hash(data: Data())), bytes: 8)
+    }
+
+    /// The first `bytes` bytes of ChaCha20's key stream under `key` (nonce and counter 0), from `openssl enc`.
+    func keyStream(key: [UInt8], bytes: Int) throws -> [UInt8] {
+        let key = key.map { String(format: "%02x", $0) }.joined()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         // openssl's chacha20 IV is the 4-byte little-endian counter then the 12-byte nonce.
@@ -50,7 +91,7 @@ import Testing
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        try input.fileHandleForWriting.write(contentsOf: Data(count: 8))
+        try input.fileHandleForWriting.write(contentsOf: Data(count: bytes))
         try input.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
