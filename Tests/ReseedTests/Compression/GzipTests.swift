@@ -123,20 +123,8 @@ import Testing
         let chunk = try Self.fullyFlushedZeros(1 << 20)
         let stream = Gzip.header(level: 9) + Array([[UInt8]](repeating: chunk, count: 1024).joined()) + [3, 0]
         let limit: Int64 = 1 << 20
-        var handedOut: Int64 = 0
-        var fed = 0
-        let failure = stream.withUnsafeBytes { all -> CodecFailure? in
-            do throws(CodecFailure) {
-                var decoder = try GzipDecoder(limit: limit)
-                while fed < all.count {
-                    let end = min(all.count, fed + 4096)
-                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[fed..<end])) { handedOut += Int64($0.count) }
-                    fed = end
-                }
-                return nil
-            } catch {
-                return error
-            }
+        let (failure, handedOut, fed) = StreamChecks.feedUntilRefused(stream, limit: limit, piece: 4096) { limit throws(CodecFailure) in
+            try GzipDecoder(limit: limit)
         }
         #expect(failure == .tooLong(limit: limit))
         #expect(handedOut <= limit)

@@ -29,6 +29,30 @@ enum StreamChecks {
         }
     }
 
+    /// Feeds `stream` to a decoder `make` starts with `limit`, in pieces of `piece` bytes, until it
+    /// refuses the stream or the stream ends (no `finish()`): its failure, the bytes it handed out and
+    /// the bytes it was fed, so a bomb's test can say how soon it stopped.
+    static func feedUntilRefused<Decoder: StreamDecoder & ~Copyable>(
+        _ stream: [UInt8], limit: Int64, piece: Int, _ make: (Int64) throws(CodecFailure) -> Decoder
+    ) -> (failure: CodecFailure?, handedOut: Int64, fed: Int) {
+        var handedOut: Int64 = 0
+        var fed = 0
+        let failure = stream.withUnsafeBytes { all -> CodecFailure? in
+            do throws(CodecFailure) {
+                var decoder = try make(limit)
+                while fed < all.count {
+                    let end = min(all.count, fed + piece)
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[fed..<end])) { handedOut += Int64($0.count) }
+                    fed = end
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        return (failure, handedOut, fed)
+    }
+
     /// `bytes` compressed by `codec` into `<name><suffix>` in `folder`, the sizes it reports checked.
     static func compressed(_ bytes: [UInt8], with codec: any Codec, in folder: TemporaryDirectory, as name: String) throws -> URL {
         let plain = folder.appending(name)

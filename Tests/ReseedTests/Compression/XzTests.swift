@@ -99,20 +99,8 @@ import Testing
         let folder = try TemporaryDirectory(prefix: "reseed-xz")
         let stream = try Self.stream([UInt8](repeating: 0, count: 16 << 20), in: folder)
         let limit: Int64 = 1 << 20
-        var handedOut: Int64 = 0
-        var fed = 0
-        let failure = stream.withUnsafeBytes { all -> CodecFailure? in
-            do throws(CodecFailure) {
-                var decoder = try XzDecoder(limit: limit)
-                while fed < all.count {
-                    let end = min(all.count, fed + 16)
-                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[fed..<end])) { handedOut += Int64($0.count) }
-                    fed = end
-                }
-                return nil
-            } catch {
-                return error
-            }
+        let (failure, handedOut, fed) = StreamChecks.feedUntilRefused(stream, limit: limit, piece: 16) { limit throws(CodecFailure) in
+            try XzDecoder(limit: limit)
         }
         #expect(failure == .tooLong(limit: limit))
         #expect(handedOut <= limit)
