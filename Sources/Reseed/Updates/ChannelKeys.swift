@@ -164,15 +164,7 @@ public struct ChannelKeys: Sendable, Hashable {
     ///   range, a key listed twice, or listed and removed; ``ReseedError/Code/channelRefused`` for a
     ///   format newer than ``currentFormat``.
     public static func decode(_ bytes: [UInt8], source: String) throws(ReseedError) -> ChannelKeys {
-        let root: JSONNode
-        do {
-            root = try JSONNode.parse(bytes, maxDepth: 8)
-        } catch {
-            throw ReseedError(.invalidManifest, step: .checkKeys, path: source, message: "\(fileName) is not valid JSON: \(error)")
-        }
-        let top = ManifestFields(root: root, path: source, step: .checkKeys)
-        guard case .object = root.value else { throw top.invalid(nil, "\(fileName) is \(root.kindName), not a JSON object") }
-        try top.refuseRepeatedMembers(in: fileName)
+        let top = try ManifestFields.signedFile(bytes, maxDepth: 8, path: source, step: .checkKeys, what: fileName, fileName: fileName)
         let signedNode = try top.node("signed")
         guard case .object = signedNode.value else { throw top.invalid("signed", "expected an object, found \(signedNode.kindName)") }
         let signed = ManifestFields(root: signedNode, path: source, step: .checkKeys, prefix: "signed.")

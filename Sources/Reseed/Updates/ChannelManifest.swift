@@ -239,15 +239,9 @@ public struct ChannelManifest: Sendable, Hashable {
     ///   absurd size; ``ReseedError/Code/channelRefused`` when `minimumFormat` is newer than
     ///   ``currentFormat``.
     public static func decode(_ bytes: [UInt8], source: String) throws(ReseedError) -> ChannelManifest {
-        let root: JSONNode
-        do {
-            root = try JSONNode.parse(bytes, maxDepth: 16)
-        } catch {
-            throw ReseedError(.invalidManifest, step: .checkManifest, path: source, message: "channel manifest is not valid JSON: \(error)")
-        }
-        let fields = ManifestFields(root: root, path: source, step: .checkManifest)
-        guard case .object = root.value else { throw fields.invalid(nil, "channel manifest is \(root.kindName), not a JSON object") }
-        try fields.refuseRepeatedMembers(in: fileName)
+        let fields = try ManifestFields.signedFile(bytes, maxDepth: 16, path: source, step: .checkManifest,
+                                                   what: "channel manifest", fileName: fileName)
+        let root = fields.root
         let format = try fields.integer("format", in: 1...Int64(Int32.max))
         let minimumFormat = try fields.integer("minimumFormat", in: 1...format)
         guard minimumFormat <= Int64(currentFormat) else {

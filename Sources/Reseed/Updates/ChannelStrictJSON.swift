@@ -28,6 +28,23 @@ extension JSONNode {
 }
 
 extension ManifestFields {
+    /// The fields of a signed channel file's top object (`what` names the file in errors): `bytes`
+    /// parsed with at most `maxDepth` levels, a JSON object, no member named twice at any depth.
+    static func signedFile(
+        _ bytes: [UInt8], maxDepth: Int, path: String, step: ReseedError.Step, what: String, fileName: String
+    ) throws(ReseedError) -> ManifestFields {
+        let root: JSONNode
+        do {
+            root = try JSONNode.parse(bytes, maxDepth: maxDepth)
+        } catch {
+            throw ReseedError(.invalidManifest, step: step, path: path, message: "\(what) is not valid JSON: \(error)")
+        }
+        let fields = ManifestFields(root: root, path: path, step: step)
+        guard case .object = root.value else { throw fields.invalid(nil, "\(what) is \(root.kindName), not a JSON object") }
+        try fields.refuseRepeatedMembers(in: fileName)
+        return fields
+    }
+
     /// Refuses a document in which an object names a member twice, naming the first such member.
     func refuseRepeatedMembers(in file: String) throws(ReseedError) {
         guard let repeated = root.firstRepeatedMember() else { return }
