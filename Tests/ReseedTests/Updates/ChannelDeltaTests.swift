@@ -10,18 +10,19 @@ import ReseedTesting
 import Synchronization
 import Testing
 
+/// 1.0.0 installed from the bundle and published, then 1.1.0 published with its delta from 1.0.0
+/// (both compressed): where the channel's delta tests start.
+func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, offered: Seed, published: ChannelPublisher.Result) {
+    let bundled = try sandbox.release("1.0.0", generation: 0)
+    try sandbox.launch(bundled)
+    try sandbox.publish(bundled, compressed: true)
+    let offered = try sandbox.release("1.1.0", generation: 1)
+    return (bundled, offered, try sandbox.publish(offered, compressed: true))
+}
+
 /// Row-level deltas on a channel served in memory: published beside the full seed, picked by the
 /// installed seed's content hash, and every way they can fail falls back to the full seed.
 @Suite(.timeLimit(.minutes(10))) struct ChannelDeltaTests {
-    /// 1.0.0 installed from the bundle and published, then 1.1.0 published with its delta from 1.0.0.
-    func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, offered: Seed, published: ChannelPublisher.Result) {
-        let bundled = try sandbox.release("1.0.0", generation: 0)
-        try sandbox.launch(bundled)
-        try sandbox.publish(bundled, compressed: true)
-        let offered = try sandbox.release("1.1.0", generation: 1)
-        return (bundled, offered, try sandbox.publish(offered, compressed: true))
-    }
-
     /// The update installed `offered` as the full seed: the delta failed for `reason` (a phrase of
     /// ``ChannelUpdater/Outcome/deltaFailure``), or none was tried when `reason` is nil; the store
     /// holds `offered`'s content and the preferences record its hash; no download file is left.

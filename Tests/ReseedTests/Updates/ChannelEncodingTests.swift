@@ -90,14 +90,6 @@ import Testing
         #expect(error?.message.contains("\"\(field)\"") == true, "\(error?.message ?? "")")
     }
 
-    /// 1.0.0 installed and published, 1.1.0 published with its delta from 1.0.0, both compressed.
-    func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, offered: Seed, published: ChannelPublisher.Result) {
-        let bundled = try sandbox.release("1.0.0", generation: 0)
-        try sandbox.launch(bundled)
-        try sandbox.publish(bundled, compressed: true)
-        let offered = try sandbox.release("1.1.0", generation: 1)
-        return (bundled, offered, try sandbox.publish(offered, compressed: true))
-    }
 
     /// The path the update asked for after `before` requests, past the manifest, its signature and keys.json.
     func downloads(_ sandbox: ChannelSandbox, after before: Int) throws -> [String] {
