@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import GRDB
 import Reseed
@@ -74,37 +73,9 @@ extension DeltaWriter {
         return (written, runs.reduce(0) { $0 + Int($1.count) })
     }
 
-    /// The rowids of the table in `schema`, ascending, and the digest of each row's values (every stored
-    /// column, each with its storage class: `1`, `1.0` and `'1'` differ).
+    /// The rowids of the table in `schema`, ascending, and the digest of each row's stored values.
     private func digests(of shape: SeedDelta.TableShape, in schema: String, _ db: Database) throws -> (rowids: [Int64], digests: [RowAlignment.Digest]) {
-        let rowid = shape.key[0].quotedIdentifier
-        let columns = shape.values.isEmpty ? "" : ", " + shape.values.quotedList()
-        let cursor = try Row.fetchCursor(db, sql: "SELECT \(rowid)\(columns) FROM \(schema).\(shape.name.quotedIdentifier) ORDER BY \(rowid)")
-        var rowids: [Int64] = []
-        var digests: [RowAlignment.Digest] = []
-        var bytes: [UInt8] = []
-        while let row = try cursor.next() {
-            bytes.removeAll(keepingCapacity: true)
-            for (index, value) in row.databaseValues.enumerated() {
-                switch value.storage {
-                case .int64(let number) where index == 0:
-                    rowids.append(number)
-                    continue
-                case .null: bytes.append(0)
-                case .int64(let number): bytes.append(1); Self.append(UInt64(bitPattern: number), to: &bytes)
-                case .double(let number): bytes.append(2); Self.append(number.bitPattern, to: &bytes)
-                case .string(let text): bytes.append(3); Self.append(UInt64(text.utf8.count), to: &bytes); bytes += text.utf8
-                case .blob(let data): bytes.append(4); Self.append(UInt64(data.count), to: &bytes); bytes += data
-                }
-            }
-            let hash = Array(SHA256.hash(data: bytes))
-            digests.append(RowAlignment.Digest(
-                high: hash[0..<8].reduce(0) { $0 << 8 | UInt64($1) }, low: hash[8..<16].reduce(0) { $0 << 8 | UInt64($1) }))
-        }
-        return (rowids, digests)
-    }
-
-    private static func append(_ value: UInt64, to bytes: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        let rows = try RowAlignment.rows(of: "\(schema).\(shape.name.quotedIdentifier)", rowid: shape.key[0].quotedIdentifier, columns: shape.values, db)
+        return (rows.rowids, rows.digests)
     }
 }

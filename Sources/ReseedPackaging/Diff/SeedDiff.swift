@@ -117,6 +117,10 @@ public struct SeedDiff: Sendable, Codable, Equatable {
         public var name: String
         /// The columns rows are matched by: the primary key in key order, or a
         /// single rowid alias such as `rowid` for tables without a primary key.
+        ///
+        /// A rowid table whose key does not identify its rows (none, or one holding NULL) has its
+        /// rows matched by content, as a row-level delta matches them: a row that only moved to
+        /// another rowid is no change, and rows are named by their rowid (the new one for a changed row).
         public var key: [String]
         /// How many rows only the new database has.
         public var added: Int

@@ -6,6 +6,9 @@ import ReseedSystem
 ///
 /// Each table is read from both databases in key order, and the two cursors
 /// advance like a merge join: memory holds two rows and the examples, never a table.
+/// A rowid table whose key does not identify its rows (none, or one holding NULL) is matched by
+/// content instead, as a row-level delta matches it (see `compareByContent`): memory
+/// then holds 24 bytes per row of that table.
 struct TableComparison {
     /// How a table's rows are matched and which values are compared.
     struct Plan {
@@ -39,7 +42,11 @@ struct TableComparison {
             let change: SeedDiff.TableChange
             switch Self.plan(old: oldTable, new: newTable) {
             case .success(let plan):
-                change = try compareRows(of: name, plan: plan, order: order, old: oldDB, new: newDB)
+                if let rowids = try Self.rowidsMatchedByContent(old: oldTable, new: newTable, plan: plan, oldDB, newDB) {
+                    change = try compareByContent(of: name, plan: plan, rowids: rowids, order: order, old: oldDB, new: newDB)
+                } else {
+                    change = try compareRows(of: name, plan: plan, order: order, old: oldDB, new: newDB)
+                }
             case .failure(let reason):
                 change = SeedDiff.TableChange(
                     name: name, key: [], added: 0, removed: 0, changed: 0,

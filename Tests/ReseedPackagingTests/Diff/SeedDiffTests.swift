@@ -338,11 +338,12 @@ private let songsSchema = """
         let diff = try scratch.diff(
             shared: """
                 CREATE TABLE mixed(k PRIMARY KEY, v);
-                INSERT INTO mixed VALUES (NULL, 'null'), (-1, 'a'), (1.5, 'b'), (2, 'c'), (9007199254740994, 'd'),
+                INSERT INTO mixed VALUES (-1, 'a'), (1.5, 'b'), (2, 'c'), (9007199254740994, 'd'),
                     (9007199254740992.0, 'e'), ('10', 'f'), ('9', 'g'), (x'00', 'h'), (x'FF', 'i');
                 """,
             old: "",
-            // 2^53 + 1 is no Double: it must not be taken for the REAL 2^53 it rounds to.
+            // 2^53 + 1 is no Double: it must not be taken for the REAL 2^53 it rounds to. (A NULL key
+            // would have the rows matched by content: `duplicateNullKeysPairUpInRowidOrder`.)
             new: """
                 UPDATE mixed SET v = 'G' WHERE k = '9';
                 DELETE FROM mixed WHERE v = 'e';
@@ -363,9 +364,52 @@ private let songsSchema = """
             shared: "CREATE TABLE t(k TEXT PRIMARY KEY, v TEXT); INSERT INTO t VALUES (NULL, 'x'), ('a', 'y'), (NULL, 'z');",
             old: "", new: "INSERT INTO t VALUES (NULL, 'w'); UPDATE t SET v = 'Z' WHERE v = 'z';")
         let t = try table(diff, "t")
+        // A key holding NULL does not identify the rows: they are matched by content and named by rowid.
+        #expect(t.key == ["rowid"])
         #expect((t.added, t.removed, t.changed) == (1, 0, 1))
-        #expect(t.addedExamples.map(\.key) == [["NULL"]])
+        #expect(t.addedExamples.map(\.key) == [["4"]])
         #expect(t.changedExamples.first?.changes == [.init(column: "v", old: "'z'", new: "'Z'")])
+    }
+
+    /// An upstream release that inserts rows in the middle of a table without a key (as PROJ's
+    /// `alias_name`) renumbers every row after them: matched by rowid, each would be a changed row.
+    @Test func rowsThatOnlyMovedInATableWithoutAKeyAreNoChange() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        func release(_ name: String, inserting inserted: [Int], deleting deleted: Int?) throws -> URL {
+            var rows: [String] = []
+            for x in 1...2_000 {
+                if x != deleted { rows.append("('alias \(x)', 'code', \(x))") }
+                if inserted.contains(x) { rows.append("('new after \(x)', 'code', NULL)") }
+            }
+            return try scratch.database(name, "CREATE TABLE alias_name(alt_name TEXT, table_name TEXT, code INTEGER); INSERT INTO alias_name VALUES \(rows.joined(separator: ", "));")
+        }
+        let old = try release("old.sqlite", inserting: [], deleting: nil)
+        let new = try release("new.sqlite", inserting: [100, 900, 1_500], deleting: 50)
+        let diff = try SeedDiff.compare(old: old, new: new)
+        let aliases = try table(diff, "alias_name")
+        #expect(aliases.key == ["rowid"])
+        #expect((aliases.added, aliases.removed, aliases.changed) == (3, 1, 0))
+        #expect(aliases.removedExamples.map(\.key) == [["50"]])
+        #expect(aliases.addedExamples.map(\.key) == [["100"], ["901"], ["1502"]])
+        // The same counts as the row-level delta between the two.
+        let delta = try SeedDiff.deltaSize(old: old, new: new)
+        let counts = try #require(delta.tables.first { $0.name == "alias_name" })
+        #expect((counts.inserted, counts.deleted, counts.updated) == (aliases.added, aliases.removed, aliases.changed))
+    }
+
+    @Test func aRowChangedInPlaceInATableWithoutAKeyIsOneChangedRow() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let diff = try scratch.diff(
+            shared: "CREATE TABLE log(message TEXT, level INTEGER); INSERT INTO log VALUES ('a', 1), ('b', 2), ('c', 3), ('d', 4);",
+            old: "",
+            new: "DELETE FROM log WHERE message = 'a'; UPDATE log SET level = 30, message = 'C' WHERE message = 'c';")
+        let log = try table(diff, "log")
+        #expect((log.added, log.removed, log.changed) == (0, 1, 1))
+        #expect(log.changedExamples == [.init(key: ["3"], changes: [
+            .init(column: "message", old: "'c'", new: "'C'"), .init(column: "level", old: "3", new: "30"),
+        ])])
     }
 
     @Test func utf16DatabasesMergeInTheirOwnByteOrder() throws {
