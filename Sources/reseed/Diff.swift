@@ -8,7 +8,8 @@ extension ReseedCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show what changed between two seeds: schema, and rows added, removed and changed per table.",
             discussion: """
-                Rows are matched by primary key (rowid when there is none). With --reference, also lists per reference \
+                Rows are matched by primary key; a table without one (or whose key holds NULL) by content, as a delta \
+                matches it, so a row that only moved to another rowid is no change. With --reference, also lists per reference \
                 the seed keys OLD has and NEW does not: values the app's user rows may point to. Exit 0 whether or not \
                 they differ.
                 """)
