@@ -77,7 +77,7 @@ extension ReseedCommand {
                     for delta in manifest.deltas {
                         let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
                         lines.append("  delta from \(delta.fromVersion): " + delta.file.encodings.map { "\($0.file) (\($0.size) bytes" }.joined(separator: "), ")
-                            + (built?.format == SeedDelta.Format.schema.rawValue ? ", with schema changes" : "") + ")")
+                            + SeedDeltaBuilder.formatLabel(format: built?.format, tables: built?.tables ?? [], schemaObjects: built?.schemaObjects ?? [], numbered: false) + ")")
                         if let built { lines += SeedDeltaBuilder.contentLines(tables: built.tables, schemaObjects: built.schemaObjects, indent: "    ") }
                     }
                     for skipped in published.skippedDeltas {
@@ -123,7 +123,7 @@ extension ReseedCommand.Publish {
             var size: Int64
             /// The delta in the other encodings (xz).
             var alternatives: [Encoded]
-            /// 1 without schema changes, 2 with them.
+            /// 1 without schema changes, 2 with them, 3 with rows matched by content.
             @NullWhenNil var format: Int?
             /// What it carries per table, and why.
             var tables: [SeedDeltaBuilder.TableCounts]

@@ -1,3 +1,4 @@
+import Reseed
 import Foundation
 
 extension SeedDeltaBuilder.TableCounts {
@@ -81,6 +82,17 @@ extension SeedDeltaBuilder {
         var line: String {
             "\(type) \(name): " + (change == .recreated ? "recreated (its table is shipped whole)" : change.rawValue)
         }
+    }
+
+    /// What a delta's format says beside its size: `, with schema changes (format 2)`, `, with rows
+    /// matched by content (format 3)`, both for a format-3 delta that also changes the schema, or
+    /// nothing for format 1; without `(format N)` when not `numbered`.
+    public static func formatLabel(format: Int?, tables: [TableCounts], schemaObjects: [SchemaObjectChange], numbered: Bool = true) -> String {
+        guard let format, format >= SeedDelta.Format.schema.rawValue else { return "" }
+        let schema = format == SeedDelta.Format.schema.rawValue || !schemaObjects.isEmpty
+            || tables.contains { [.added, .definitionChanged, .dropped].contains($0.reason) }
+        let parts = (schema ? ["schema changes"] : []) + (format == SeedDelta.Format.rowids.rawValue ? ["rows matched by content"] : [])
+        return ", with " + parts.joined(separator: " and ") + (numbered ? " (format \(format))" : "")
     }
 
     /// The lines that say what a delta carries, per table then per schema object, each indented by `indent`.

@@ -26,8 +26,7 @@ extension SeedDiff {
         func lines() -> [String] {
             guard let bytes else { return ["Row-level delta: none (\(notExpressible ?? "not expressible"))"] }
             let header = "Row-level delta: \(bytes) bytes" + (compressedBytes.map { ", \($0) \(Codecs.written.name)-compressed (on a channel)" } ?? "")
-                + (format == SeedDelta.Format.schema.rawValue ? ", with schema changes (format 2)" : "")
-                + (format == SeedDelta.Format.rowids.rawValue ? ", with rows matched by content (format 3)" : "")
+                + SeedDeltaBuilder.formatLabel(format: format, tables: tables, schemaObjects: schemaObjects)
             return [header] + SeedDeltaBuilder.contentLines(tables: tables, schemaObjects: schemaObjects)
         }
     }

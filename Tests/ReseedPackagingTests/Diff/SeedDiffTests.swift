@@ -398,6 +398,20 @@ private let songsSchema = """
         #expect((counts.inserted, counts.deleted, counts.updated) == (aliases.added, aliases.removed, aliases.changed))
     }
 
+    @Test func aDeltaThatMovesRowsAndChangesTheSchemaSaysBoth() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let rows = (1...300).map { "('alias \($0)')" }
+        let old = try scratch.database("old.sqlite", "CREATE TABLE alias_name(alt_name TEXT); INSERT INTO alias_name VALUES \(rows.joined(separator: ", "));")
+        let new = try scratch.database("new.sqlite", """
+            CREATE TABLE alias_name(alt_name TEXT); CREATE INDEX alias_by_name ON alias_name(alt_name);
+            INSERT INTO alias_name VALUES ('first'), \(rows.joined(separator: ", "));
+            """)
+        let delta = try SeedDiff.deltaSize(old: old, new: new)
+        #expect(delta.format == 3)
+        #expect(delta.lines().first?.hasSuffix(", with schema changes and rows matched by content (format 3)") == true, "\(delta.lines())")
+    }
+
     @Test func aRowChangedInPlaceInATableWithoutAKeyIsOneChangedRow() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
