@@ -74,6 +74,31 @@ import Testing
         #expect(Gzip.header(level: 1)[8] == 4)
     }
 
+    /// A stream split in two near its end, at every byte: where the first piece ends just as the
+    /// decoder's 256 KiB output buffer fills, the rest of the output and the trailer come with the
+    /// second piece, and the stream is whole.
+    @Test(arguments: [false, true])
+    func aStreamSplitNearItsEndIsWholeWhereverTheOutputBufferFills(zeros: Bool) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-gzip")
+        let bytes = zeros ? [UInt8](repeating: 0, count: 2 * (256 << 10)) : Self.sample(2 * (256 << 10), seed: 5)
+        let stream = try [UInt8](Data(contentsOf: Self.compressed(bytes, in: folder)))
+        for cut in max(0, stream.count - 40)...stream.count {
+            let output = stream.withUnsafeBytes { all -> Result<[UInt8], CodecFailure> in
+                do throws(CodecFailure) {
+                    var decoder = try GzipDecoder(limit: .max)
+                    var output: [UInt8] = []
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[..<cut])) { output += $0 }
+                    try decoder.feed(UnsafeRawBufferPointer(rebasing: all[cut...])) { output += $0 }
+                    try decoder.finish()
+                    return .success(output)
+                } catch {
+                    return .failure(error)
+                }
+            }
+            #expect((try? output.get()) == bytes, "cut at \(cut) of \(stream.count)")
+        }
+    }
+
     @Test func refusesAStreamCutAnywhere() throws {
         let folder = try TemporaryDirectory(prefix: "reseed-gzip")
         let stream = try [UInt8](Data(contentsOf: Self.compressed(Self.sample(8_000, seed: 2), in: folder)))
