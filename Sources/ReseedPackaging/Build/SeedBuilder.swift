@@ -378,8 +378,8 @@ public struct SeedBuilder: Sendable {
 
     /// The suffix of a compressed seed file's name: `<name>.sqlite.gz`.
 
-    /// fsync the built file, measure it, put it (or its gzip) into place, then write the manifest
-    /// beside it, then remove the other form of the seed file an earlier build left.
+    /// Put the built file, fsynced and measured (``Built``), or its gzip into place, then write the
+    /// manifest beside it, then remove the other form of the seed file an earlier build left.
     private func finish(_ temporary: String, in directory: Directory, built: Built) throws(PackagingError) -> SeedManifest {
         let path = directory.path(temporary)
         let seedName = StoreLayout(store: name).storeFileName
