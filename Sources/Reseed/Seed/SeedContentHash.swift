@@ -175,10 +175,20 @@ public enum SeedContentHash {
         hasher.text(Array(table.utf8))
         hasher.integer(rows.hashesRowid ? 1 : 0)
         hasher.integer(Int64(rows.columnCount))
+        // With a row set, each row is encoded once, for the stream and for its element (see `ConcurrentRowSet`).
+        let elementPrefix = rowSet == nil ? [] : RowEncoding.elementPrefix(of: rows)
+        var encoding = RowEncoding()
         try rows.forEachRow(rows.selectAll, db) { raw, count in
-            hasher.mark(.row)
-            for index in 0..<count { hasher.value(raw, index) }
-            rowSet?.add(raw, count, of: rows)
+            if let rowSet, encoding.encode(raw, count) {
+                encoding.bytes.withUnsafeBytes { row in
+                    hasher.encoded(row)
+                    rowSet.add(encoded: row, elementPrefix: elementPrefix)
+                }
+            } else {
+                hasher.mark(.row)
+                for index in 0..<count { hasher.value(raw, index) }
+                rowSet?.add(raw, count, of: rows)
+            }
             counter?.row()
         }
         hasher.mark(.endOfTable)
@@ -290,9 +300,21 @@ struct ContentHasher {
     mutating func null() { mark(.null) }
 
     mutating func integer(_ value: Int64) {
-        buffer.append(Tag.integer.rawValue)
-        appendBigEndian(UInt64(bitPattern: value))
+        Self.appendInteger(value, to: &buffer)
         flushIfFull()
+    }
+
+    /// Appends `value` to `bytes` in the canonical encoding.
+    static func appendInteger(_ value: Int64, to bytes: inout [UInt8]) {
+        bytes.append(Tag.integer.rawValue)
+        appendBigEndian(UInt64(bitPattern: value), to: &bytes)
+    }
+
+    /// Appends `text` to `bytes` in the canonical encoding.
+    static func appendText(_ text: [UInt8], to bytes: inout [UInt8]) {
+        bytes.append(Tag.text.rawValue)
+        appendBigEndian(UInt64(text.count), to: &bytes)
+        bytes.append(contentsOf: text)
     }
 
     mutating func real(_ value: Double) {
@@ -311,23 +333,53 @@ struct ContentHasher {
 
     /// Column `index` of the current row of `statement`, as its storage class says.
     mutating func value(_ statement: OpaquePointer, _ index: Int32) {
+        if let large = Self.appendValue(statement, index, to: &buffer, inlineUpTo: Self.flushSize) {
+            sha.update(data: buffer)
+            buffer.removeAll(keepingCapacity: true)
+            sha.update(bufferPointer: large)
+        } else {
+            flushIfFull()
+        }
+    }
+
+    /// Bytes already in the canonical encoding (a row's, see ``RowEncoding``), hashed as they are.
+    mutating func encoded(_ bytes: UnsafeRawBufferPointer) {
+        buffer.append(contentsOf: bytes)
+        flushIfFull()
+    }
+
+    /// Appends column `index` of the current row of `statement` to `bytes` in the canonical
+    /// encoding; a text or blob longer than `limit` bytes gets only its tag and length, and its
+    /// bytes are returned for the caller to hash next (nil otherwise).
+    static func appendValue(
+        _ statement: OpaquePointer, _ index: Int32, to bytes: inout [UInt8], inlineUpTo limit: Int
+    ) -> UnsafeRawBufferPointer? {
+        let tag: Tag
+        let pointer: UnsafeRawPointer?
         switch sqlite3_column_type(statement, index) {
         case SQLITE_INTEGER:
-            integer(sqlite3_column_int64(statement, index))
+            appendInteger(sqlite3_column_int64(statement, index), to: &bytes)
+            return nil
         case SQLITE_FLOAT:
-            real(sqlite3_column_double(statement, index))
+            bytes.append(Tag.real.rawValue)
+            appendBigEndian(sqlite3_column_double(statement, index).bitPattern, to: &bytes)
+            return nil
         case SQLITE_TEXT:
             // As UTF-8 whatever the database's encoding; the bytes as stored, never repaired.
-            let pointer = sqlite3_column_text(statement, index)
-            let count = Int(sqlite3_column_bytes(statement, index))
-            append(.text, UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : count))
+            (tag, pointer) = (.text, UnsafeRawPointer(sqlite3_column_text(statement, index)))
         case SQLITE_BLOB:
-            let pointer = sqlite3_column_blob(statement, index)
-            let count = Int(sqlite3_column_bytes(statement, index))
-            append(.blob, UnsafeRawBufferPointer(start: pointer, count: pointer == nil ? 0 : count))
+            (tag, pointer) = (.blob, sqlite3_column_blob(statement, index))
         default:
-            null()
+            bytes.append(Tag.null.rawValue)
+            return nil
         }
+        let count = pointer == nil ? 0 : Int(sqlite3_column_bytes(statement, index))
+        bytes.append(tag.rawValue)
+        appendBigEndian(UInt64(count), to: &bytes)
+        let value = UnsafeRawBufferPointer(start: pointer, count: count)
+        guard count <= limit else { return value }
+        bytes.append(contentsOf: value)
+        return nil
     }
 
     private mutating func append(_ tag: Tag, _ bytes: UnsafeRawBufferPointer) {
@@ -344,8 +396,12 @@ struct ContentHasher {
     }
 
     private mutating func appendBigEndian(_ value: UInt64) {
+        Self.appendBigEndian(value, to: &buffer)
+    }
+
+    private static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
         var bits = value.bigEndian
-        withUnsafeBytes(of: &bits) { buffer.append(contentsOf: $0) }
+        withUnsafeBytes(of: &bits) { bytes.append(contentsOf: $0) }
     }
 
     private mutating func flushIfFull() {

@@ -19,7 +19,8 @@ import ReseedSystem
 /// `user_version` and `application_id` (what the steps left, unless ``userVersion`` or
 /// ``applicationID`` say otherwise), `ANALYZE` when ``analyze`` is set (else the statistics the
 /// steps carry, `sqlite_stat1` rows, stay as they are), `VACUUM INTO` a second temp file (compact,
-/// in rollback-journal mode, every rowid as the steps wrote it), fsync, its ``SeedContentHash``, and a rename into place beside its manifest.
+/// in rollback-journal mode, every rowid as the steps wrote it) and fsync while the built
+/// database's ``SeedContentHash`` is computed, and a rename into place beside its manifest.
 /// With ``compression`` (`reseed package --compress`) the file put in place is its gzip,
 /// `<name>.sqlite.gz`, written durably the same way, and the manifest says `"compression": "gzip"`;
 /// the other form a previous build left (`<name>.sqlite`, or `<name>.sqlite.gz` without it) is
@@ -140,9 +141,9 @@ public struct SeedBuilder: Sendable {
         let work = StoreLayout.temporaryName(of: seedName)
         let compacted = StoreLayout.temporaryName(of: seedName)
         do {
-            let recorded = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder)
+            let built = try buildDatabase(work, compactingInto: compacted, in: directory, steps: folder)
             _ = try? directory.remove(work)
-            let manifest = try finish(compacted, in: directory, recorded: recorded)
+            let manifest = try finish(compacted, in: directory, built: built)
             return Result(manifest: manifest, seedURL: output.appendingPathComponent(manifest.file),
                           manifestURL: output.appendingPathComponent(manifest.manifestFileName))
         } catch {
@@ -159,9 +160,17 @@ public struct SeedBuilder: Sendable {
     /// `Benchmarks/README.md`, figure 5b).
     static let cacheKiB = 32 * 1024
 
+    /// What the build knows of the compact copy before it is put in place: the steps that built
+    /// it, its content hashes, and its size, SHA-256 and header (with the file fsynced).
+    private struct Built {
+        var recorded: [SeedManifest.Step]
+        var contentHash: (contentHash: String, incremental: IncrementalContentHash)
+        var facts: FileFacts
+    }
+
     private func buildDatabase(
         _ work: String, compactingInto compacted: String, in directory: Directory, steps folder: MigrationsFolder
-    ) throws(PackagingError) -> [SeedManifest.Step] {
+    ) throws(PackagingError) -> Built {
         let path = directory.path(work)
         let output = directory.path(compacted)
         var configuration = Configuration()
@@ -215,8 +224,11 @@ public struct SeedBuilder: Sendable {
             try? queue.close()
             throw error
         }
-        // The finished database is only read from now on: integrity_check and foreign_key_check
-        // run on one core while VACUUM INTO writes the compact copy on the other.
+        // The finished database is only read from now on: integrity_check and foreign_key_check,
+        // VACUUM INTO the compact copy (then the copy's SHA-256 and fsync), and the content hashes
+        // run side by side. The hashes read the built database, whose content the copy holds:
+        // `VACUUM INTO` copies the rows, the schema and the header's fields, and `checkRowidsKept`
+        // fails a build whose copy renumbered a table.
         let readOnly = {
             var configuration = Configuration()
             configuration.readonly = true
@@ -232,23 +244,30 @@ public struct SeedBuilder: Sendable {
             configuration.label = "reseed.build.compact"
             return configuration
         }()
-        try packaging(.build, path: path) {
-            _ = try concurrently({
-                let checker = try DatabaseQueue(path: path, configuration: readOnly)
-                defer { try? checker.close() }
-                try checker.read { try Self.check($0, path: path, after: nil) }
-            }, {
-                let compactor = try DatabaseQueue(path: path, configuration: compacting)
-                defer { try? compactor.close() }
-                try compactor.writeWithoutTransaction { db in
-                    // The copy is fsynced once, by the caller, when it is complete.
-                    try db.execute(sql: "PRAGMA synchronous = OFF")
-                    try db.execute(sql: "VACUUM INTO ?", arguments: [output])
-                    try Self.checkRowidsKept(db, copy: output, path: path)
-                }
-            })
+        return try packaging(.build, path: path) {
+            let hashing = BlockingThread.start("reseed-build") { Swift.Result { try SeedContentHash.computeWithIncremental(path: path) } }
+            let checked = Swift.Result {
+                try concurrently({
+                    let checker = try DatabaseQueue(path: path, configuration: readOnly)
+                    defer { try? checker.close() }
+                    try checker.read { try Self.check($0, path: path, after: nil) }
+                }, {
+                    let compactor = try DatabaseQueue(path: path, configuration: compacting)
+                    defer { try? compactor.close() }
+                    try compactor.writeWithoutTransaction { db in
+                        // The copy is fsynced once, below, when it is complete.
+                        try db.execute(sql: "PRAGMA synchronous = OFF")
+                        try db.execute(sql: "VACUUM INTO ?", arguments: [output])
+                        try Self.checkRowidsKept(db, copy: output, path: path)
+                    }
+                    return try FileFacts(path: output, directory: directory, name: compacted)
+                })
+            }
+            let contentHash = hashing.join()
+            // What the checks and the copy found comes first: it says what is wrong with the steps.
+            let (_, facts) = try checked.get()
+            return Built(recorded: recorded, contentHash: try contentHash.get(), facts: facts)
         }
-        return recorded
     }
 
     private func run(_ step: MigrationStep, bytes: Data, in queue: DatabaseQueue) throws(PackagingError) {
@@ -359,18 +378,15 @@ public struct SeedBuilder: Sendable {
 
     /// The suffix of a compressed seed file's name: `<name>.sqlite.gz`.
 
-    /// fsync the built file, measure it, put it (or its gzip) into place, then write the manifest
-    /// beside it, then remove the other form of the seed file an earlier build left.
-    private func finish(_ temporary: String, in directory: Directory, recorded: [SeedManifest.Step]) throws(PackagingError) -> SeedManifest {
+    /// Put the built file, fsynced and measured (``Built``), or its gzip into place, then write the
+    /// manifest beside it, then remove the other form of the seed file an earlier build left.
+    private func finish(_ temporary: String, in directory: Directory, built: Built) throws(PackagingError) -> SeedManifest {
         let path = directory.path(temporary)
         let seedName = StoreLayout(store: name).storeFileName
         // The other forms an earlier build may have left: the plain file or another codec's.
         let file = compression.map { seedName + $0.codec.fileSuffix } ?? seedName
         let stale = ([seedName] + Codecs.all.map { seedName + $0.fileSuffix }).filter { $0 != file }
-        // The file's SHA-256 (and fsync) on one core, its content hash on the other: both only read it.
-        let (contentHash, facts) = try packaging(.build, path: path) {
-            try concurrently({ try SeedContentHash.computeWithIncremental(path: path) }, { try FileFacts(path: path, directory: directory, name: temporary) })
-        }
+        let (facts, contentHash) = (built.facts, built.contentHash)
         guard let header = facts.header else {
             throw PackagingError(.integrityCheckFailed, step: .build, path: path, message: "the built file does not start with a SQLite header")
         }
@@ -378,7 +394,7 @@ public struct SeedBuilder: Sendable {
             facts: SeedFacts(
                 name: name, version: version, file: file, size: facts.size, sha256: facts.sha256,
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
-            steps: recorded, contentHash: contentHash.contentHash, compression: compression,
+            steps: built.recorded, contentHash: contentHash.contentHash, compression: compression,
             incrementalContentHash: contentHash.incremental.hash)
         try packaging(.build, path: directory.path(file)) {
             if let compression {
