@@ -75,13 +75,15 @@ extension SeedDelta.DeltaApplier {
     /// The temp table that holds the rows of the runs while they move.
     static let movingRows = "temp.reseed_moving_rows"
 
-    /// Gives each row of the runs its new rowid in four statements a table, whatever the number of rows:
-    /// the rows of each run are copied (with their new rowids) into a temp table and deleted, then
-    /// inserted back in rowid order. One `UPDATE … SET rowid` a row costs a search, a delete and an
-    /// insert in the table and in each index; this reads and appends. The values stay as they were
-    /// read: the temp table's columns have no type (no affinity), and the table's own affinity leaves
-    /// a value it stored unchanged; CHECK constraints, which those values passed, are not evaluated
-    /// again (`ignore_check_constraints`), and the content hash checks the result.
+    /// Gives each row of the runs its new rowid in a few statements a table, whatever the number of
+    /// rows: the rows of each run are copied (with their new rowids) into a temp table and deleted,
+    /// then inserted back in rowid order. One `UPDATE … SET rowid` a row costs a search, a delete and
+    /// an insert in the table and in each index; this reads and appends. When at least two thirds of
+    /// the table's rows move, the rows that stay go through the temp table too (with their rowids)
+    /// and the table is emptied at once, which spares deleting each row from each index. The values
+    /// stay as they were read: the temp table's columns have no type (no affinity), and the table's
+    /// own affinity leaves a value it stored unchanged; CHECK constraints, which those values passed,
+    /// are not evaluated again (`ignore_check_constraints`), and the content hash checks the result.
     ///
     /// The runs must keep the rows' order (as a builder's do) and each must move rows the seed has;
     /// a rowid a run moves onto that another row keeps is refused by SQLite, and the delta does not fit.
@@ -92,31 +94,60 @@ extension SeedDelta.DeltaApplier {
         }
         let rowid = shape.key[0].quotedIdentifier
         let target = "main.\(shape.name.quotedIdentifier)"
+        let values = shape.values.quotedList()
         let columns = (0..<shape.values.count).map { "v\($0)" }
+        let rows = try Int64.fetchOne(db, sql: "SELECT count(*) FROM \(target)") ?? 0
+        let whole = 3 * Int64(table.count(.moved)) >= 2 * rows
         try db.execute(sql: "CREATE TEMP TABLE \(Self.movingRows) (moved_to INTEGER PRIMARY KEY\(columns.map { ", \($0)" }.joined()))")
         defer { try? db.execute(sql: "DROP TABLE IF EXISTS \(Self.movingRows)") }
         let copy = try db.makeStatement(sql: """
-            INSERT INTO \(Self.movingRows) SELECT ?2 + (\(rowid) - ?1), \(shape.values.quotedList()) FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?3
+            INSERT INTO \(Self.movingRows) SELECT ?2 + (\(rowid) - ?1), \(values) FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?3
             """)
         let delete = try db.makeStatement(sql: "DELETE FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?2")
-        for run in ordered {
-            let last = run.source + (run.count - 1)
-            try copy.execute(arguments: [run.source, run.target, last])
-            guard db.changesCount == run.count else {
-                throw mismatch(.moved, table, "the seed lacks rows of rowids \(run.source)…\(last) the delta moves", nil)
-            }
-            try delete.execute(arguments: [run.source, last])
-        }
-        try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
-        defer { try? db.execute(sql: "PRAGMA ignore_check_constraints = OFF") }
+        var copied: Int64 = 0
         do {
+            for run in ordered {
+                let last = run.source + (run.count - 1)
+                try copy.execute(arguments: [run.source, run.target, last])
+                guard db.changesCount == run.count else {
+                    throw mismatch(.moved, table, "the seed lacks rows of rowids \(run.source)…\(last) the delta moves", nil)
+                }
+                copied += run.count
+                if !whole { try delete.execute(arguments: [run.source, last]) }
+            }
+            if whole {
+                let stay = try db.makeStatement(sql: "INSERT INTO \(Self.movingRows) SELECT \(rowid), \(values) FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?2")
+                for range in Self.unmoved(ordered) {
+                    try stay.execute(arguments: [range.lowerBound, range.upperBound])
+                    copied += Int64(db.changesCount)
+                }
+                try db.execute(sql: "DELETE FROM \(target)")
+                guard Int64(db.changesCount) == copied else {
+                    throw mismatch(.moved, table, "the table held \(db.changesCount) rows; \(copied) were set aside to move", nil)
+                }
+            }
+            try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
+            defer { try? db.execute(sql: "PRAGMA ignore_check_constraints = OFF") }
             try db.execute(sql: """
-                INSERT OR ABORT INTO \(target) (\(rowid), \(shape.values.quotedList())) SELECT moved_to, \(columns.joined(separator: ", ")) FROM \(Self.movingRows) ORDER BY moved_to
+                INSERT OR ABORT INTO \(target) (\(rowid), \(values)) SELECT moved_to, \(columns.joined(separator: ", ")) FROM \(Self.movingRows) ORDER BY moved_to
                 """)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw mismatch(.moved, table, "a rowid it moves rows to is taken", error)
         }
         step(Int(clamping: table.count(.moved)))
+    }
+
+    /// The rowids no run moves, as closed ranges, from the runs sorted by their first old rowid (checked: no overlap, no overflow).
+    static func unmoved(_ ordered: [Run]) -> [ClosedRange<Int64>] {
+        var ranges: [ClosedRange<Int64>] = []
+        var next: Int64? = .min
+        for run in ordered {
+            if let low = next, low < run.source { ranges.append(low...(run.source - 1)) }
+            let last = run.source + (run.count - 1)
+            next = last == .max ? nil : last + 1
+        }
+        if let low = next { ranges.append(low...Int64.max) }
+        return ranges
     }
 
     /// Removes from `rowSet` the rows of the runs at their old rowids and adds them at their new ones,
