@@ -163,8 +163,9 @@ extension SeedDelta.DeltaApplier {
             FROM \(runs) AS m CROSS JOIN main.\(shape.name.quotedIdentifier) AS t ON \(rowid) BETWEEN m.source AND m.source + (m.count - 1)
             """
         let count = try rows.forEachRow(sql, db) { statement, columns in
-            try rowSet?.move(statement, columns, of: rows, by: sqlite3_column_int64(statement, columns))
+            rowSet?.move(statement, columns, of: rows, by: sqlite3_column_int64(statement, columns))
         }
+        rowSet?.flushMoves()
         guard count == Int64(table.count(.moved)) else {
             throw mismatch(.moved, table, "\(count) row(s) of the seed have the rowids of the \(table.count(.moved)) the delta moves", nil)
         }

@@ -82,6 +82,9 @@ struct RowSetHash: Equatable, Sendable {
 struct RowSetAccumulator {
     var hash = RowSetHash()
     private var element = RowElement()
+    /// The element digests of moved rows at their old and new rowids, not yet expanded.
+    private var movedFrom: [UInt8] = []
+    private var movedTo: [UInt8] = []
 
     init(hash: RowSetHash = RowSetHash()) {
         self.hash = hash
@@ -102,10 +105,25 @@ struct RowSetAccumulator {
     /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
     /// and adds it again with its rowid moved by `shift`: a move keeps the row's values, so one
     /// read gives both elements.
-    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, by shift: Int64) throws {
-        try hash.combine(element.digest(statement, count, of: rows), sign: -1)
-        try hash.combine(element.digest(statement, count, of: rows, rowid: sqlite3_column_int64(statement, 0) &+ shift), sign: 1)
+    ///
+    /// The digests wait in batches of ``movedBatch`` rows: the expansion of many rows in one call
+    /// writes the lanes back once, not once a row. ``flushMoves()`` expands what waits.
+    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, by shift: Int64) {
+        element.digest(statement, count, of: rows).withUnsafeBytes { movedFrom.append(contentsOf: $0) }
+        element.digest(statement, count, of: rows, rowid: sqlite3_column_int64(statement, 0) &+ shift).withUnsafeBytes { movedTo.append(contentsOf: $0) }
+        if movedTo.count >= Self.movedBatch * SHA256.byteCount { flushMoves() }
     }
+
+    /// Expands the digests ``move(_:_:of:by:)`` left waiting.
+    mutating func flushMoves() {
+        movedFrom.withUnsafeBytes { hash.combine(digests: $0, sign: -1) }
+        movedTo.withUnsafeBytes { hash.combine(digests: $0, sign: 1) }
+        movedFrom.removeAll(keepingCapacity: true)
+        movedTo.removeAll(keepingCapacity: true)
+    }
+
+    /// The rows whose digests ``move(_:_:of:by:)`` keeps before expanding them (64 KiB of digests).
+    static let movedBatch = 1024
 }
 
 /// The digest of one row's element: the SHA-256 of its canonical encoding (see ``RowSetAccumulator``).
