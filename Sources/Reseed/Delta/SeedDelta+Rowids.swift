@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import ReseedSystem
 
 extension SeedDelta.DeltaApplier {
@@ -33,10 +34,8 @@ extension SeedDelta.DeltaApplier {
         if table.count(.moved) > 0 {
             let runs = try readRuns(of: table)
             // A move changes a row's element of the row set only where the content hash carries the rowid.
-            let tracked = rows.flatMap { $0.hashesRowid ? $0 : nil }
-            if let tracked { try trackRuns(of: table, shape: shape, rows: tracked, at: "source", into: &rowSet, adding: false) }
+            if let rows, rows.hashesRowid { try trackMoves(of: table, shape: shape, rows: rows, into: &rowSet) }
             try move(runs, of: table, shape: shape, step: step)
-            if let tracked { try trackRuns(of: table, shape: shape, rows: tracked, at: "target", into: &rowSet, adding: true) }
         }
         if table.inserted > 0 { try apply(.inserted, of: table, shape: shape, step: step) }
         try track(.inserted, adding: true)
@@ -73,43 +72,100 @@ extension SeedDelta.DeltaApplier {
         return runs
     }
 
-    /// Gives each row of the runs its new rowid, one row at a time in an order where no row lands on
-    /// one that has not moved yet: rows moving up from the highest, then rows moving down from the
-    /// lowest. That holds when the moves keep the rows' order, as a builder's do; otherwise SQLite
-    /// refuses a rowid that is taken and the delta does not fit.
+    /// The temp table that holds the rows of the runs while they move.
+    static let movingRows = "temp.reseed_moving_rows"
+
+    /// Gives each row of the runs its new rowid in a few statements a table, whatever the number of
+    /// rows: the rows of each run are copied (with their new rowids) into a temp table and deleted,
+    /// then inserted back in rowid order. One `UPDATE … SET rowid` a row costs a search, a delete and
+    /// an insert in the table and in each index; this reads and appends. When at least two thirds of
+    /// the table's rows move, the rows that stay go through the temp table too (with their rowids)
+    /// and the table is emptied at once, which spares deleting each row from each index. The values
+    /// stay as they were read: the temp table's columns have no type (no affinity), and the table's
+    /// own affinity leaves a value it stored unchanged; CHECK constraints, which those values passed,
+    /// are not evaluated again (`ignore_check_constraints`), and the content hash checks the result.
+    ///
+    /// The runs must keep the rows' order (as a builder's do) and each must move rows the seed has;
+    /// a rowid a run moves onto that another row keeps is refused by SQLite, and the delta does not fit.
     private func move(_ runs: [Run], of table: SeedDelta.Header.Table, shape: SeedDelta.TableShape, step: (Int) -> Void) throws {
+        let ordered = runs.sorted { $0.source < $1.source }
+        for (earlier, later) in zip(ordered, ordered.dropFirst()) where earlier.target > later.target {
+            throw mismatch(.moved, table, "its runs do not keep the rows' order", nil)
+        }
         let rowid = shape.key[0].quotedIdentifier
-        let statement = try db.makeStatement(sql: "UPDATE main.\(shape.name.quotedIdentifier) SET \(rowid) = ? WHERE \(rowid) = ?")
-        let up = runs.filter { $0.target > $0.source }.sorted { $0.source > $1.source }
-        let down = runs.filter { $0.target < $0.source }.sorted { $0.source < $1.source }
-        for (run, offsets) in up.map({ ($0, stride(from: $0.count - 1, through: 0, by: -1)) }) + down.map({ ($0, stride(from: 0, through: $0.count - 1, by: 1)) }) {
-            for offset in offsets {
-                do {
-                    try statement.execute(arguments: [run.target + offset, run.source + offset])
-                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                    throw mismatch(.moved, table, "rowid \(run.target + offset) is taken", error)
+        let target = "main.\(shape.name.quotedIdentifier)"
+        let values = shape.values.quotedList()
+        let columns = (0..<shape.values.count).map { "v\($0)" }
+        let rows = try Int64.fetchOne(db, sql: "SELECT count(*) FROM \(target)") ?? 0
+        let whole = 3 * Int64(table.count(.moved)) >= 2 * rows
+        try db.execute(sql: "CREATE TEMP TABLE \(Self.movingRows) (moved_to INTEGER PRIMARY KEY\(columns.map { ", \($0)" }.joined()))")
+        defer { try? db.execute(sql: "DROP TABLE IF EXISTS \(Self.movingRows)") }
+        let copy = try db.makeStatement(sql: """
+            INSERT INTO \(Self.movingRows) SELECT ?2 + (\(rowid) - ?1), \(values) FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?3
+            """)
+        let delete = try db.makeStatement(sql: "DELETE FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?2")
+        var copied: Int64 = 0
+        do {
+            for run in ordered {
+                let last = run.source + (run.count - 1)
+                try copy.execute(arguments: [run.source, run.target, last])
+                guard db.changesCount == run.count else {
+                    throw mismatch(.moved, table, "the seed lacks rows of rowids \(run.source)…\(last) the delta moves", nil)
                 }
-                guard db.changesCount == 1 else {
-                    throw mismatch(.moved, table, "the seed lacks the row of rowid \(run.source + offset) the delta moves", nil)
+                copied += run.count
+                if !whole { try delete.execute(arguments: [run.source, last]) }
+            }
+            if whole {
+                let stay = try db.makeStatement(sql: "INSERT INTO \(Self.movingRows) SELECT \(rowid), \(values) FROM \(target) WHERE \(rowid) BETWEEN ?1 AND ?2")
+                for range in Self.unmoved(ordered) {
+                    try stay.execute(arguments: [range.lowerBound, range.upperBound])
+                    copied += Int64(db.changesCount)
+                }
+                try db.execute(sql: "DELETE FROM \(target)")
+                guard Int64(db.changesCount) == copied else {
+                    throw mismatch(.moved, table, "the table held \(db.changesCount) rows; \(copied) were set aside to move", nil)
                 }
             }
-            step(Int(clamping: run.count))
+            try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
+            defer { try? db.execute(sql: "PRAGMA ignore_check_constraints = OFF") }
+            try db.execute(sql: """
+                INSERT OR ABORT INTO \(target) (\(rowid), \(values)) SELECT moved_to, \(columns.joined(separator: ", ")) FROM \(Self.movingRows) ORDER BY moved_to
+                """)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw mismatch(.moved, table, "a rowid it moves rows to is taken", error)
         }
+        step(Int(clamping: table.count(.moved)))
     }
 
-    /// Removes from (or adds to) `rowSet` the rows of the runs at their old rowids (`side` `source`) or new ones (`target`);
-    /// they must be as many as the runs move.
-    private func trackRuns(
-        of table: SeedDelta.Header.Table, shape: SeedDelta.TableShape, rows: TableRows, at side: String, into rowSet: inout RowSetAccumulator?, adding: Bool
-    ) throws {
-        let source = "\(Self.delta).\(SeedDelta.Names.table(table.index, .moved).quotedIdentifier)"
-        // Every rowid of every run, from the checked runs: no overflow, no rowid twice.
-        let rowids = """
-            WITH RECURSIVE r(x, last) AS (SELECT \(side), \(side) + count - 1 FROM \(source) UNION ALL SELECT x + 1, last FROM r WHERE x < last) SELECT x FROM r
-            """
-        let count = try rows.forEachRow(rows.select(where: "\(shape.key[0].quotedIdentifier) IN (\(rowids))"), db) { statement, columns in
-            if adding { try rowSet?.add(statement, columns, of: rows) } else { try rowSet?.remove(statement, columns, of: rows) }
+    /// The rowids no run moves, as closed ranges, from the runs sorted by their first old rowid (checked: no overlap, no overflow).
+    static func unmoved(_ ordered: [Run]) -> [ClosedRange<Int64>] {
+        var ranges: [ClosedRange<Int64>] = []
+        var next: Int64? = .min
+        for run in ordered {
+            if let low = next, low < run.source { ranges.append(low...(run.source - 1)) }
+            let last = run.source + (run.count - 1)
+            next = last == .max ? nil : last + 1
         }
+        if let low = next { ranges.append(low...Int64.max) }
+        return ranges
+    }
+
+    /// Removes from `rowSet` the rows of the runs at their old rowids and adds them at their new ones,
+    /// each row read once, before the move (which keeps its values); they must be as many as the runs move.
+    private func trackMoves(
+        of table: SeedDelta.Header.Table, shape: SeedDelta.TableShape, rows: TableRows, into rowSet: inout RowSetAccumulator?
+    ) throws {
+        let runs = "\(Self.delta).\(SeedDelta.Names.table(table.index, .moved).quotedIdentifier)"
+        let rowid = "t.\(shape.key[0].quotedIdentifier)"
+        // The row's columns as the content hash reads them, then how far its run moves it; runs checked, no overflow.
+        let sql = """
+            SELECT \(rows.selected.map { "t.\($0)" }.joined(separator: ", ")), m.target - m.source
+            FROM \(runs) AS m CROSS JOIN main.\(shape.name.quotedIdentifier) AS t ON \(rowid) BETWEEN m.source AND m.source + (m.count - 1)
+            """
+        let count = try rows.forEachRow(sql, db) { statement, columns in
+            rowSet?.move(statement, columns, of: rows, by: sqlite3_column_int64(statement, columns))
+        }
+        rowSet?.flushMoves()
         guard count == Int64(table.count(.moved)) else {
             throw mismatch(.moved, table, "\(count) row(s) of the seed have the rowids of the \(table.count(.moved)) the delta moves", nil)
         }

@@ -180,6 +180,10 @@ package enum SeedDelta {
                 // Room for the pages a delta changes (32 MiB at most), so that none is written twice
                 // because the default 2 MiB cache spilled it before the commit.
                 try db.execute(sql: "PRAGMA main.cache_size = -32768")
+                // The temp table rows move through (see DeltaApplier.move) is gone with the connection: no
+                // journal (dropping it would copy each of its pages into one), and as much room as the target.
+                try db.execute(sql: "PRAGMA temp.journal_mode = OFF")
+                try db.execute(sql: "PRAGMA temp.cache_size = -32768")
                 try attach(deltaPath, db)
                 defer { try? db.execute(sql: "DETACH DATABASE \(Names.attached)") }
                 let header = try HeaderReader(db: db, schema: Names.attached, path: deltaPath).read()

@@ -82,6 +82,9 @@ struct RowSetHash: Equatable, Sendable {
 struct RowSetAccumulator {
     var hash = RowSetHash()
     private var element = RowElement()
+    /// The element digests of moved rows at their old and new rowids, not yet expanded.
+    private var movedFrom: [UInt8] = []
+    private var movedTo: [UInt8] = []
 
     init(hash: RowSetHash = RowSetHash()) {
         self.hash = hash
@@ -98,20 +101,45 @@ struct RowSetAccumulator {
     mutating func remove(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows) throws {
         try hash.combine(element.digest(statement, count, of: rows), sign: -1)
     }
+
+    /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
+    /// and adds it again with its rowid moved by `shift`: a move keeps the row's values, so one
+    /// read gives both elements.
+    ///
+    /// The digests wait in batches of ``movedBatch`` rows: the expansion of many rows in one call
+    /// writes the lanes back once, not once a row. ``flushMoves()`` expands what waits.
+    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, by shift: Int64) {
+        element.digest(statement, count, of: rows).withUnsafeBytes { movedFrom.append(contentsOf: $0) }
+        element.digest(statement, count, of: rows, rowid: sqlite3_column_int64(statement, 0) &+ shift).withUnsafeBytes { movedTo.append(contentsOf: $0) }
+        if movedTo.count >= Self.movedBatch * SHA256.byteCount { flushMoves() }
+    }
+
+    /// Expands the digests ``move(_:_:of:by:)`` left waiting.
+    mutating func flushMoves() {
+        movedFrom.withUnsafeBytes { hash.combine(digests: $0, sign: -1) }
+        movedTo.withUnsafeBytes { hash.combine(digests: $0, sign: 1) }
+        movedFrom.removeAll(keepingCapacity: true)
+        movedTo.removeAll(keepingCapacity: true)
+    }
+
+    /// The rows whose digests ``move(_:_:of:by:)`` keeps before expanding them (64 KiB of digests).
+    static let movedBatch = 1024
 }
 
 /// The digest of one row's element: the SHA-256 of its canonical encoding (see ``RowSetAccumulator``).
 struct RowElement {
     private var hasher = ContentHasher(capacity: 1024)
 
-    /// The digest of the current row of `statement` (its `count` columns: ``TableRows/selected``) of `rows`' table.
-    mutating func digest(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows) -> SHA256.Digest {
+    /// The digest of the current row of `statement` (its `count` columns: ``TableRows/selected``) of `rows`' table;
+    /// with `rowid`, of that row with this rowid instead of its first column's (a table whose rowid is hashed).
+    mutating func digest(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, rowid: Int64? = nil) -> SHA256.Digest {
         hasher.reset()
         hasher.text(rows.tableBytes)
         hasher.integer(rows.hashesRowid ? 1 : 0)
         hasher.integer(Int64(rows.columnCount))
         hasher.mark(.row)
-        for index in 0..<count { hasher.value(statement, index) }
+        if let rowid { hasher.integer(rowid) } else if count > 0 { hasher.value(statement, 0) }
+        for index in 1..<max(count, 1) { hasher.value(statement, index) }
         return hasher.digest()
     }
 }

@@ -161,6 +161,30 @@ import Testing
         #expect(try Self.rows(sandbox.target, "SELECT rowid, * FROM t ORDER BY rowid") == (try Self.rows(sandbox.new, "SELECT rowid, * FROM t ORDER BY rowid")))
     }
 
+    /// Rows arrive near the top (nearly every row moves: the whole table goes through the temp table) or near
+    /// the end (a few rows move: only they do). Columns of each affinity hold values SQLite converts or keeps
+    /// (text in INTEGER, 2.0 in INTEGER, 3 in REAL, '1.0' in NUMERIC, an integer in an untyped column), under a
+    /// CHECK, a UNIQUE constraint and an index on two of them.
+    @Test(arguments: [true, false]) func movedRowsKeepEveryValueTypeAndRowidTheSeedHeld(mostRowsMove: Bool) throws {
+        let schema = """
+            CREATE TABLE t (name TEXT NOT NULL CHECK (length(name) >= 2), n INTEGER, r REAL, num NUMERIC, b BLOB, plain, u TEXT UNIQUE);
+            CREATE INDEX t_n ON t (n, num)
+            """
+        let values = ["'12', 3, '1.0', x'00ff', '7'", "' 12 ', 2.5, '1e3', 'text', 7", "2.0, NULL, 'x', 1.5, x''", "1.5, '4', 3, NULL, 2.0"]
+        func rows(_ numbers: [Int]) -> String {
+            "INSERT INTO t (name, n, r, num, b, plain, u) VALUES " + numbers.map { "('row\($0)', \(values[$0 % 4]), \($0))" }.joined(separator: ", ")
+        }
+        let old = Array(1...200)
+        let new = mostRowsMove ? [1, 1001, 1002, 2] + Array(3...150) + [1003] + Array(151...199) : Array(1...185) + [1001, 1002] + Array(186...199) + [1003]
+        let sandbox = try DeltaSandbox(schema: schema, old: rows(old), new: rows(new))
+        let built = try sandbox.roundTrip()
+        let moved = counts(built)["t"]?[3] ?? 0
+        #expect(mostRowsMove ? moved > 150 : (1...20).contains(moved), "\(moved) rows moved")
+        let everything = "SELECT rowid, name, n, typeof(n), r, typeof(r), num, typeof(num), b, typeof(b), plain, typeof(plain), u, typeof(u) FROM t ORDER BY rowid"
+        #expect(try Self.rows(sandbox.target, everything) == (try Self.rows(sandbox.new, everything)))
+        #expect(try Self.rows(sandbox.target, "PRAGMA integrity_check") == [["ok".databaseValue]])
+    }
+
     @Test func anAppThatReadsFormatsOneAndTwoRefusesFormatThree() throws {
         let sandbox = try DeltaSandbox(
             schema: "CREATE TABLE t (name TEXT, n INTEGER)", old: Self.insert("t", ["a", "b", "c"]), new: Self.insert("t", ["z", "a", "b", "c"]))
@@ -202,6 +226,19 @@ import Testing
             "INSERT INTO reseed_delta_1_moved SELECT source, count, target FROM reseed_delta_1_moved",
         ]
         try sandbox.expectEachDamageRefused(damages, built: built, incrementally: true)
+        // A row arriving near the end: the three rows after it move, and only they go through the temp table.
+        let few = try DeltaSandbox(
+            schema: "CREATE TABLE t (name TEXT, n INTEGER)", old: Self.insert("t", names), new: Self.insert("t", Array(names[0..<9]) + ["new"] + names[9...]))
+        guard case .built(let fewBuilt) = try few.build() else { Issue.record("no delta"); return }
+        #expect(try Self.rows(few.delta, "SELECT source, count, target FROM reseed_delta_1_moved") == [[10, 3, 11].map(\.databaseValue)])
+        try few.expectEachDamageRefused([
+            "UPDATE reseed_delta_1_moved SET source = 100",
+            "UPDATE reseed_delta_1_moved SET source = 11",
+            "UPDATE reseed_delta_1_moved SET count = 2; INSERT INTO reseed_delta_1_moved VALUES (11, 1, 30)",
+            // A run onto a row that stays; runs that swap rows.
+            "UPDATE reseed_delta_1_moved SET count = 2; UPDATE reseed_delta_tables SET moved = 2, inserted = 2; INSERT INTO reseed_delta_1_inserted VALUES (13, 'n12', 3)",
+            "UPDATE reseed_delta_1_moved SET count = 2, target = 12; INSERT INTO reseed_delta_1_moved VALUES (12, 1, 11)",
+        ], built: fewBuilt, incrementally: true)
         // Runs that swap rows: the first row to move lands on one that has not moved yet.
         try sandbox.execute(sandbox.delta, "UPDATE reseed_delta_1_moved SET count = 11, target = 3; INSERT INTO reseed_delta_1_moved VALUES (12, 1, 2)")
         try sandbox.copyOld()
