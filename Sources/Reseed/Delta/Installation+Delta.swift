@@ -7,9 +7,10 @@ import SystemPackage
 extension Installation {
     /// The pipeline's copy and verify stages for a delta: the installed store copied into
     /// `temporary` beside it, the delta at `deltaPath` applied to that copy in one transaction, the
-    /// result's content hash checked against the manifest's (signed by the channel), made durable,
-    /// then checked as any seed is (a rollback-journal SQLite header, the manifest's `user_version`
-    /// and `application_id`, the embedded name and version, a write rolled back). The installed store is only ever read.
+    /// result's content hash checked against the manifest's (signed by the channel), then checked as
+    /// any seed is (a rollback-journal SQLite header, the manifest's `user_version` and
+    /// `application_id`, the embedded name and version, a write rolled back); ``ready(copy:)`` makes
+    /// it durable, once. The installed store is only ever read.
     ///
     /// The copy has the store's temp name, so the install's own clean-up removes what a crash left;
     /// the swap renames it into place: the seed is written once.
@@ -40,7 +41,6 @@ extension Installation {
                     "reason": "\(incremental == nil ? "no incremental content hash recorded for this store file" : "the delta does not start from the recorded row set")",
                 ])
             }
-            try during(.applyDelta, path: path) { try directory.syncFile(temporary) }
             let bytes = try during(.verify, path: path) { () throws -> [UInt8] in
                 let file = try FileSystem.openRegularFile(path)
                 return try directory.fileSystem.reading("read", path) { () throws(Errno) in
@@ -155,7 +155,7 @@ extension Installation {
             "method": "\(methods[0].rawValue)", "bytes": "\(size)", "wal": "\(methods.count > 1 ? "copied" : "none")",
         ])
         try during(.applyDelta, path: path) {
-            // No fsync: a crash discards the copy; it is synced once the delta is applied.
+            // No fsync: a crash discards the copy; it is synced once, checked, before the swap (``ready(copy:)``).
             var unsynced = GRDB.Configuration()
             unsynced.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
             let copy = try DatabaseQueue(path: path, configuration: unsynced)

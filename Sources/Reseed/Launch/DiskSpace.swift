@@ -65,8 +65,9 @@ struct DiskSpace: Sendable, Hashable {
     }
 
     /// Measures the free space of `directory`'s filesystem and throws ``ReseedError/Code/insufficientSpace``
-    /// when it is short. Nothing is written.
+    /// when it is short. Nothing is written. A store an install replaced counts as freed (see ``ReplacedFile``).
     func check(in directory: Directory) throws(ReseedError) {
+        ReplacedFile.waitForReleases()
         let available = try during(.checkSpace, path: directory.url.path) { try directory.availableBytes() }
         if let error = shortfall(available: available, in: directory.url.path) { throw error }
     }

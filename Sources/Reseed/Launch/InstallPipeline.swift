@@ -359,7 +359,7 @@ extension InstallPipeline {
             try InstallPipeline.during(.environment) { () throws(ReseedError) in try installation.diskSpace().check(in: directory) }
             let temporary = StoreLayout.temporaryName(of: storeName)
             // Copy and verify are one pass: the SHA-256 is computed while copying, the checks read the
-            // copy from the page cache before its fsync.
+            // copy from the page cache before its only fsync, which readying it makes.
             do throws(ReseedError) {
                 switch request.source {
                 case .bundled, .downloaded, .compressed: try installation.copyAndVerify(into: temporary)

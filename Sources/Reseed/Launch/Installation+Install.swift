@@ -5,7 +5,8 @@ import ReseedSystem
 import SystemPackage
 
 extension Installation {
-    /// Step 3: the temp file holds a verified, durable copy of the seed, or is gone and this throws.
+    /// Step 3: the temp file holds a verified copy of the seed, or is gone and this throws. It is
+    /// made durable by ``ready(copy:)``, once, after the checks.
     ///
     /// ``verification`` says how thoroughly; `progress` is called with (bytes copied, total bytes).
     /// A compressed seed (``Seed/isCompressed``) is decompressed into the temp file, bounded by
@@ -22,7 +23,7 @@ extension Installation {
         let total = manifest.size
         let report = progress.map { report in { @Sendable (done: Int64) in report(InstallProgress(step: .install, completed: done, total: total)) } }
         try during(.copy, path: directory.path(temporary)) {
-            try directory.writeTemporary(temporary, write: { destination in
+            try directory.writeTemporary(temporary, synced: false, write: { destination in
                 // At most one byte more than the manifest says: a longer source (a file that grows, a huge
                 // sparse file, a gzip bomb) is refused after size + 1 bytes, never copied until the disk fills.
                 let copied = try during(.copy, path: seedPath) {
@@ -30,7 +31,7 @@ extension Installation {
                         try seed.copyDatabase(from: input, to: destination, hashing: checksSHA256, progress: report)
                     }
                 }
-                // Before the fsync: the checks read the copy from the page cache, and a copy that fails them is removed unsynced.
+                // Before any fsync: the checks read the copy from the page cache, and a copy that fails them is removed unsynced.
                 try verify(destination, temporary: temporary, copied: copied)
             }, check: { _ in
                 try verifyEmbeddedMetadata(temporary)
@@ -146,11 +147,15 @@ extension Installation {
         }
     }
 
-    /// Readies the verified copy `temporary` for the swap: a single-file store's is switched to WAL
-    /// with the `-wal` the app's launches then keep (see ``StoreWAL``); a seed beside a user store is
-    /// only ever attached read-only and keeps its rollback journal.
+    /// Readies the verified copy `temporary` for the swap and makes it durable: a single-file store's
+    /// is switched to WAL with the `-wal` the app's launches then keep, both synced together (see
+    /// ``StoreWAL``); a seed beside a user store is only ever attached read-only, keeps its rollback
+    /// journal, and is synced alone. The copy's only fsync: the copy and the checks wrote it unsynced.
     func ready(copy temporary: String) throws(ReseedError) {
-        guard configuration.userStore == nil else { return }
+        guard configuration.userStore == nil else {
+            try during(source.seed == nil ? .applyDelta : .copy, path: directory.path(temporary)) { try directory.syncFile(temporary) }
+            return
+        }
         try StoreWAL.ready(temporary, in: directory)
     }
 
@@ -208,6 +213,13 @@ extension Installation {
             for suffix in StoreLayout.sidecarSuffixes {
                 try directory.remove(storeName + suffix)
             }
+        }
+        // The old store's last name goes with the rename: its blocks are freed off this path (see
+        // ReplacedFile), closed after the guard, whose locks a close of another descriptor of the file would drop.
+        let replaced = keptAside == nil && retired == nil ? directory.holdForRelease(storeName) : nil
+        defer {
+            storeGuard?.release()
+            replaced?.release()
         }
         try during(.replace, path: storePath) {
             try directory.rename(temporary, to: storeName)

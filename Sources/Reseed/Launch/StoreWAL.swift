@@ -22,9 +22,8 @@ import ReseedSystem
 /// alone is the seed as installed, whole, and a file whose first page is damaged still fails to open.
 enum StoreWAL {
     /// Switches the verified copy `temporary` to WAL mode and commits one write that changes nothing,
-    /// whose frame stays in the copy's `-wal`; both synced (one `fsync` each). Returns once the clock file systems stamp
-    /// times with has passed both files' modification times, so that no later write, once the copy
-    /// is the store, can leave their fingerprint as it is.
+    /// whose frame stays in the copy's `-wal`; both made durable together (``Directory/syncFiles(_:)``:
+    /// one `fsync` each, the copy's only one).
     ///
     /// Where SQLite cannot keep a `-wal` at close, the copy is left in WAL mode without one: the app's
     /// first opening then writes the store, as it always did.
@@ -53,13 +52,9 @@ enum StoreWAL {
                 }
             }
             try queue.close()
-            try directory.syncFile(temporary)
-            if try directory.status(StoreLayout.wal(of: temporary)) != nil { try directory.syncFile(StoreLayout.wal(of: temporary)) }
-        }
-        let written = [temporary, StoreLayout.wal(of: temporary)].compactMap { try? directory.status($0) }
-        // At most 20 ms: a clock set back stamps the next write with another time anyway.
-        for _ in 0..<20 where !written.allSatisfy(\.isBehindFileClock) {
-            Thread.sleep(forTimeInterval: 0.001)
+            // The copy's first fsync too (the copy and its checks wrote it unsynced): one for each file.
+            let wal = try directory.status(StoreLayout.wal(of: temporary)) != nil ? [StoreLayout.wal(of: temporary)] : []
+            try directory.syncFiles([temporary] + wal)
         }
     }
 
@@ -86,9 +81,19 @@ enum StoreWAL {
         return "\(store.fingerprint)::\(wal.inode):\(wal.size):\(wal.modified)"
     }
 
-    /// The fingerprint of the store file `storeName` in `directory` and of its `-wal`, as they are now;
-    /// nil when the store file cannot be read.
+    /// The fingerprint of the store file `storeName` in `directory` and of its `-wal`, as an install
+    /// just left them; nil when the store file cannot be read.
+    ///
+    /// Taken once the clock file systems stamp times with has passed both files' modification
+    /// times, so that no later write can leave it as it is. Waiting here, after the swap's directory
+    /// fsync (which takes about a tick), rather than after the copy's last write costs nothing most
+    /// times; a write between the swap and this measure would be in it either way.
     static func fingerprint(of storeName: String, in directory: Directory) -> String? {
+        let written = [storeName, StoreLayout.wal(of: storeName)].compactMap { try? directory.status($0) }
+        // At most 20 ms: a clock set back stamps the next write with another time anyway.
+        for _ in 0..<20 where !written.allSatisfy(\.isBehindFileClock) {
+            Thread.sleep(forTimeInterval: 0.001)
+        }
         do {
             guard let store = try directory.status(storeName) else { return nil }
             return fingerprint(store: store, wal: try directory.status(StoreLayout.wal(of: storeName)))

@@ -20,20 +20,23 @@ extension Directory {
     /// look at it by name. The caller gives it its final name;
     /// ``writeDurably(_:through:permissions:placement:write:check:)`` does that too.
     ///
+    /// Without `synced`, the fsync is the caller's, before the file takes its name: for a file it
+    /// changes after `check` (``syncFiles(_:)`` then makes it durable once, with what it wrote beside it).
+    ///
     /// ```swift
     /// let copied = try directory.writeTemporary(temporary) { file in try copier.copy(from: source, to: file) }
     /// ```
     /// - Throws: ``FileSystemFailure`` for a failed action (`close` for the close), or what
     ///   `write` or `check` threw. The file is removed before either leaves this call.
     package func writeTemporary<T>(
-        _ temporary: String, permissions: FilePermissions = .defaultFile,
+        _ temporary: String, permissions: FilePermissions = .defaultFile, synced: Bool = true,
         write: (_ file: borrowing OwnedDescriptor) throws -> T, check: (_ written: T) throws -> Void = { _ in }
     ) throws -> T {
         let file = try createExclusive(temporary, permissions: permissions)
         let written: T
         do {
             written = try write(file)
-            try sync(file, name: temporary)
+            if synced { try sync(file, name: temporary) }
         } catch {
             _ = try? remove(temporary)
             throw error
@@ -52,7 +55,7 @@ extension Directory {
         return written
     }
 
-    /// Writes `name` atomically and durably: ``writeTemporary(_:permissions:write:check:)`` under
+    /// Writes `name` atomically and durably: ``writeTemporary(_:permissions:synced:write:check:)`` under
     /// the caller's fresh name `temporary`, then a rename into place and a directory fsync.
     ///
     /// A crash at any point leaves the old file (or none) or the whole new one under `name`,

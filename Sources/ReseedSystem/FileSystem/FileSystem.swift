@@ -325,6 +325,23 @@ package final class Directory: Sendable {
         try sync(file, name: name)
     }
 
+    /// Makes the files `names` durable together: starts writing back every one of them
+    /// (``OwnedDescriptor/startWriteback(from:count:)``), then fsyncs each in turn.
+    ///
+    /// The first fsync then commits the metadata of all of them in one journal transaction (their
+    /// blocks were allocated when their writeback started), and each later one mostly finds its
+    /// file's data written and its transaction committed: two small files cost about one fsync.
+    /// Every file is still fsynced, whatever the file system does with the hint.
+    package func syncFiles(_ names: [String]) throws {
+        var files: [SharedDescriptor] = []
+        for name in names {
+            let file = SharedDescriptor(try FileSystem.openRegularFile(name, in: fd, path: path(name), options: .noFollow))
+            file.descriptor.startWriteback(from: 0, count: 0)
+            files.append(file)
+        }
+        for (name, file) in zip(names, files) { try sync(file.descriptor, name: name) }
+    }
+
     /// Writes all of `bytes` to `file` at its current offset.
     package func write(_ bytes: [UInt8], to file: borrowing OwnedDescriptor, name: String) throws {
         try fileSystem.perform(.write, path(name)) { () throws(Errno) in try Syscalls.writeAll(file.raw, bytes) }

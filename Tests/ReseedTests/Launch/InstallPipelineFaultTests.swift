@@ -252,6 +252,19 @@ struct InstallPipelineFaultTests {
         #expect(device.seeds[try device.sandbox.storeContentHash()] == "1.0.0")
     }
 
+    /// The copy of a single-file store and its `-wal` are each fsynced once, before the rename, after
+    /// the checks and the switch to WAL: a second fsync of the copy is a journal commit of its own.
+    @Test(arguments: EntryPoint.allCases)
+    func theCopyAndItsWALAreSyncedOnceEach(_ entry: EntryPoint) async throws {
+        let device = try Device(delta: entry.usesDelta)
+        let attempts = try await device.record(entry).attempts
+        let rename = try #require(attempts.firstIndex { $0.kind == .rename && $0.path.hasSuffix("/items.sqlite") })
+        let synced = attempts[..<rename].filter { $0.kind == .sync && $0.path.contains(".items.sqlite.reseed-tmp-") }
+            .map { URL(fileURLWithPath: $0.path).lastPathComponent }
+        #expect(synced.count == 2 && Set(synced).count == 2, "\(synced)")
+        #expect(synced.filter { $0.hasSuffix("-wal") }.count == 1, "\(synced)")
+    }
+
     /// Readying a live store's copy (its switch to WAL) is not the source's doing: a failure there
     /// is the error, and a delta's update does not go and download the full seed for it.
     @Test func aFailureReadyingALiveCopyDoesNotFallBackToTheFullSeed() async throws {
