@@ -132,7 +132,7 @@ public struct ChannelPublisher: Sendable {
         for release in earlier.prefix(deltas) {
             switch try publishDelta(from: release, to: manifest, in: directory) {
             case .success(let (delta, built)):
-                manifest.deltas.append(delta)
+                manifest.deltas.append(try withMetadataOnly(delta, built: built, from: release, to: manifest, in: directory))
                 contents.append((release.version, built))
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
