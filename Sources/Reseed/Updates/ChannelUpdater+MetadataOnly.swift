@@ -3,6 +3,19 @@ import GRDB
 import ReseedSystem
 
 extension ChannelUpdater {
+    /// Whether the update makes `delta`'s metadata-only delta on the device rather than downloading
+    /// its file: only when the delta file would be hashed whole anyway, as the device's own delta
+    /// is (it carries no starting row set). That is when the manifest or the preferences state no
+    /// incremental content hash, or the store file and its `-wal` no longer have the fingerprint
+    /// recorded at its install (see `Installation.incrementalCheck`). Otherwise the delta file's
+    /// few kilobytes buy a check of the changed rows instead of the whole store.
+    func takesMetadataOnly(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context) -> Bool {
+        guard delta.metadataOnly != nil else { return false }
+        guard manifest.incrementalContentHash != nil, let entry = (try? context.data.preferences.readEntries())?.entries[manifest.name],
+              entry.incrementalContentHash != nil, let recorded = entry.storeFingerprint else { return true }
+        return StoreWAL.fingerprint(of: StoreLayout(store: manifest.name).storeFileName, in: context.directory) != recorded
+    }
+
     /// The delta of an entry whose seeds differ only in Reseed's metadata (``ChannelManifest/MetadataOnly``),
     /// made on the device instead of downloaded: a format-1 delta file in the data directory that
     /// updates those values in `reseed_metadata`, from the installed seed's content hash to the

@@ -296,8 +296,8 @@ public struct ChannelUpdater: Sendable {
             // store as it was: the full seed is downloaded instead. One of the store's or the
             // machine's (a busy store, a short disk, an I/O error) would fail the full seed too.
             do throws(InstallPipeline.Failure) {
-                // A release whose data did not change: its delta is made here, nothing downloaded.
-                let deltaFile = try await delta.metadataOnly == nil ? fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
+                // A release whose data did not change: its delta is made here, nothing downloaded (see ``takesMetadataOnly(_:of:in:)``).
+                let deltaFile = try await !takesMetadataOnly(delta, of: manifest, in: context) ? fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
                     : makeMetadataOnlyDelta(delta, of: manifest, in: context)
                 defer { deltaFile.removeFiles() }
                 var request = InstallPipeline.Request(delta: deltaFile.path, from: delta.fromContentHash, making: manifest.seedManifest(file: deltaFile.name),

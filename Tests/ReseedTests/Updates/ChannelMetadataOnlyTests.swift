@@ -24,10 +24,13 @@ import Testing
         ]).build(in: sandbox.directory.appending("same-\(version)"))
     }
 
-    /// 1.0.0 installed from the bundle and published, then 1.0.1, the same data, published (both compressed).
-    static func sameDataPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, offered: Seed, published: ChannelPublisher.Result) {
+    /// 1.0.0 installed from the bundle and published, then 1.0.1, the same data, published (both
+    /// compressed). With `appWrote`, the app's launch then wrote into the store a row as it was (its
+    /// content stays the seed's, its file changed): the delta's result is hashed whole.
+    static func sameDataPublished(_ sandbox: ChannelSandbox, appWrote: Bool = true) throws -> (bundled: Seed, offered: Seed, published: ChannelPublisher.Result) {
         let bundled = try sameData(sandbox, "1.0.0")
         try sandbox.launch(bundled)
+        if appWrote { try appRewritesARow(sandbox, bundled) }
         try sandbox.publish(bundled, compressed: true)
         let offered = try sameData(sandbox, "1.0.1")
         return (bundled, offered, try sandbox.publish(offered, compressed: true))
@@ -37,6 +40,26 @@ import Testing
     static func downloads(_ sandbox: ChannelSandbox, after before: Int) throws -> [String] {
         try sandbox.server.requests().dropFirst(before).map(\.path).filter { !["/channel.json", "/channel.json.sig", "/keys.json"].contains($0) }
     }
+
+    /// A launch of the app that changes its first item's label and changes it back: the store's
+    /// content stays the seed's, its file does not (it no longer has the fingerprint its install recorded).
+    static func appRewritesARow(_ sandbox: ChannelSandbox, _ bundled: Seed) throws {
+        let (pool, _) = try sandbox.launcher(bundled).launch()
+        // Twice, in one transaction: SQLite writes no page whose bytes a change leaves as they were.
+        try pool.write { db in
+            try db.execute(sql: "UPDATE item SET label = label || '!' WHERE rowid = (SELECT min(rowid) FROM item)")
+            try db.execute(sql: "UPDATE item SET label = substr(label, 1, length(label) - 1) WHERE rowid = (SELECT min(rowid) FROM item)")
+        }
+        try pool.close()
+    }
+
+    /// Updates the store from the channel; returns the outcome and what the update logged.
+    static func update(_ sandbox: ChannelSandbox, _ bundled: Seed) async throws -> (ChannelUpdater.Outcome, [String]) {
+        try await LaunchesThatOnlyReadTests().update(sandbox, bundled)
+    }
+
+    static let incremental = LaunchesThatOnlyReadTests.incremental
+    static let whole = "hashed the delta's whole result"
 
     /// Rows of `sql` in the database file at `path`, read-only.
     static func rows(_ sql: String, in path: String) throws -> [[DatabaseValue]] {
@@ -80,7 +103,8 @@ import Testing
         #expect(text.contains(#"], "metadata": {"version": "1.0.1"}}"#), "\(text)")
         let before = try sandbox.server.requests().count
 
-        let outcome = try await sandbox.updater(bundled).update()
+        let (outcome, log) = try await Self.update(sandbox, bundled)
+        #expect(log.contains(Self.whole), "\(log)")
         #expect(outcome.action == .updated)
         #expect(outcome.method == .delta, "\(outcome.deltaFailure ?? "")")
         #expect(outcome.version == "1.0.1")
@@ -98,6 +122,24 @@ import Testing
         #expect(try !Self.rows(statistics, in: store).isEmpty)
         // A launch keeps it.
         #expect(try sandbox.launch(bundled).version == "1.0.1")
+    }
+
+    /// A store the app only read keeps its recorded fingerprint: the delta file's starting row set
+    /// lets the device check the result from the rows it changed, so the device downloads it
+    /// rather than making the delta and hashing the whole store.
+    @Test func aStoreTheAppOnlyReadDownloadsTheDeltaFileForTheCheapCheck() async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let (bundled, offered, published) = try Self.sameDataPublished(sandbox, appWrote: false)
+        let delta = try #require(published.manifest.deltas.first)
+        #expect(delta.metadataOnly != nil)
+        let before = try sandbox.server.requests().count
+
+        let (outcome, log) = try await Self.update(sandbox, bundled)
+        #expect(outcome.method == .delta, "\(outcome.deltaFailure ?? "")")
+        #expect(log.contains(Self.incremental), "\(log)")
+        #expect(try Self.downloads(sandbox, after: before) == ["/" + delta.file.smallest.file])
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recorded() == ("1.0.1", .download))
     }
 
     /// What an app older than the member reads (it ignores `metadata`): the regular delta file, downloaded and applied.
@@ -192,6 +234,7 @@ import Testing
     @Test func anEntryClaimingSamenessForSeedsThatDifferIsRefused() async throws {
         let sandbox = try ChannelSandbox.inMemory()
         let (bundled, offered, published) = try installedAndPublished(sandbox)
+        try Self.appRewritesARow(sandbox, bundled)
         #expect(published.manifest.deltas.first?.metadataOnly == nil)
         try sandbox.forgeManifest { manifest in manifest.deltas[0].metadataOnly = ChannelManifest.MetadataOnly(values: ["version": "1.1.0"]) }
         try await expectRefused(sandbox, bundled: bundled, offered: offered, published: published, because: "the delta applied yields content hash")
