@@ -16,8 +16,9 @@ extension ChannelManifest {
     ///
     /// A device turns a copy of its installed seed into the new one by setting these values in its
     /// `reseed_metadata` table, through the same copy, apply, check and swap as any delta, and
-    /// checks the result exactly as it checks a delta's: its content hash must be the manifest's
-    /// `contentHash` (hashed whole: the device has no row set to start an incremental check from).
+    /// checks the result: against these values without reading it whole while the store file has
+    /// the fingerprint recorded at its install (see `Installation.applyMetadataOnly(to:incremental:)`),
+    /// else as a delta's, its whole content hash against the manifest's `contentHash`.
     /// A member that is malformed, out of bounds, or inconsistent with the manifest (a `version`
     /// that is not the manifest's) is refused with one sentence, and the update falls back to the
     /// full seed, the store untouched; a member named twice is refused with the whole manifest, as

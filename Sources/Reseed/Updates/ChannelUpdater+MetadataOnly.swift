@@ -3,32 +3,20 @@ import GRDB
 import ReseedSystem
 
 extension ChannelUpdater {
-    /// Whether the update makes `delta`'s metadata-only delta on the device rather than downloading
-    /// its file: only when the delta file would be hashed whole anyway, as the device's own delta
-    /// is (it carries no starting row set). That is when the manifest or the preferences state no
-    /// incremental content hash, or the store file and its `-wal` no longer have the fingerprint
-    /// recorded at its install (see `Installation.incrementalCheck`). Otherwise the delta file's
-    /// few kilobytes buy a check of the changed rows instead of the whole store.
-    func takesMetadataOnly(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context) -> Bool {
-        guard delta.metadataOnly != nil else { return false }
-        guard manifest.incrementalContentHash != nil, let entry = (try? context.data.preferences.readEntries())?.entries[manifest.name],
-              entry.incrementalContentHash != nil, let recorded = entry.storeFingerprint else { return true }
-        return StoreWAL.fingerprint(of: StoreLayout(store: manifest.name).storeFileName, in: context.directory) != recorded
-    }
-
     /// The delta of an entry whose seeds differ only in Reseed's metadata (``ChannelManifest/MetadataOnly``),
     /// made on the device instead of downloaded: a format-1 delta file in the data directory that
     /// updates those values in `reseed_metadata`, from the installed seed's content hash to the
     /// manifest's. The install pipeline applies it as any delta (a copy of the installed store, the
-    /// apply, the content hash of the result checked against the signed one, the swap), so nothing
-    /// about crash safety or the checks changes; with no starting row set in it, the result is hashed whole.
+    /// apply, the check of the result, the swap), so nothing about crash safety changes. The result is checked against the entry's values (``MetadataOnlyDelta``,
+    /// returned beside the file for the install) while the store still has its recorded fingerprint,
+    /// else hashed whole, the file having no starting row set.
     ///
     /// - Throws: a disk too short for the install's copy as the environment's failure (no fallback);
     ///   an entry the manifest's reader refused, one that does not fit the manifest, or a file that
     ///   cannot be written as the source's (the caller then falls back to the full seed). Nothing is
     ///   left in the data directory on failure.
     func makeMetadataOnlyDelta(_ delta: ChannelManifest.Delta, of manifest: ChannelManifest, in context: Context)
-        async throws(InstallPipeline.Failure) -> DeltaFile
+        async throws(InstallPipeline.Failure) -> (file: DeltaFile, entry: MetadataOnlyDelta)
     {
         let directory = context.directory
         let layout = StoreLayout(store: manifest.name)
@@ -52,7 +40,7 @@ extension ChannelUpdater {
             removeFiles()
             throw error
         }
-        return DeltaFile(name: name, path: directory.path(name), removeFiles: removeFiles)
+        return (DeltaFile(name: name, path: directory.path(name), removeFiles: removeFiles), made)
     }
 }
 

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import Reseed
+@testable import Reseed
 import ReseedPackaging
 import ReseedTestSupport
 import ReseedTesting
@@ -11,12 +11,12 @@ import Testing
 /// make the delta themselves and download nothing, older readers download the delta file, and an
 /// entry that is forged or does not fit is refused, the store untouched, and the full seed installed.
 @Suite(.timeLimit(.minutes(10))) struct ChannelMetadataOnlyTests {
-    /// The `items` seed at `version`: 3,000 rows, an index and ANALYZE statistics, the same data at every version.
-    static func sameData(_ sandbox: ChannelSandbox, _ version: String) throws -> Seed {
+    /// The `items` seed at `version`: 3,000 rows (or `rows`), an index and ANALYZE statistics, the same data at every version.
+    static func sameData(_ sandbox: ChannelSandbox, _ version: String, rows: Int = 3000) throws -> Seed {
         try SeedFixture(name: "items", version: version, sql: [
             "CREATE TABLE item (id INTEGER PRIMARY KEY, label TEXT NOT NULL)",
             """
-            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(rows))
             INSERT INTO item (id, label) SELECT i, 'item ' || i || ' ' || hex(i * 2654435761 % 4294967291) FROM n
             """,
             "CREATE INDEX item_label ON item (label)",
@@ -124,22 +124,77 @@ import Testing
         #expect(try sandbox.launch(bundled).version == "1.0.1")
     }
 
-    /// A store the app only read keeps its recorded fingerprint: the delta file's starting row set
-    /// lets the device check the result from the rows it changed, so the device downloads it
-    /// rather than making the delta and hashing the whole store.
-    @Test func aStoreTheAppOnlyReadDownloadsTheDeltaFileForTheCheapCheck() async throws {
+    static let signedValues = "checked the metadata-only delta's result against the channel's signed values"
+
+    /// The incremental content hash the preferences recorded for the installed seed.
+    static func recordedIncrementalHash(_ sandbox: ChannelSandbox) throws -> String? {
+        let entries = try PreferencesFile(url: sandbox.preferencesURL).readEntries().entries
+        return entries["items"]?.incrementalContentHash
+    }
+
+    /// A store the app only read keeps its recorded fingerprint: the device makes the delta, checks
+    /// the result against the signed values without hashing it whole, downloads nothing and records
+    /// the new seed's content hash and incremental content hash, with which the next release's delta
+    /// file (other rows) is checked from the rows it changes.
+    @Test func aStoreTheAppOnlyReadIsCheckedAgainstTheSignedValues() async throws {
         let sandbox = try ChannelSandbox.inMemory()
-        let (bundled, offered, published) = try Self.sameDataPublished(sandbox, appWrote: false)
-        let delta = try #require(published.manifest.deltas.first)
-        #expect(delta.metadataOnly != nil)
+        let (bundled, offered, _) = try Self.sameDataPublished(sandbox, appWrote: false)
         let before = try sandbox.server.requests().count
 
         let (outcome, log) = try await Self.update(sandbox, bundled)
         #expect(outcome.method == .delta, "\(outcome.deltaFailure ?? "")")
-        #expect(log.contains(Self.incremental), "\(log)")
-        #expect(try Self.downloads(sandbox, after: before) == ["/" + delta.file.smallest.file])
+        #expect(log.contains(Self.signedValues), "\(log)")
+        #expect(!log.contains(Self.whole), "\(log)")
+        #expect(outcome.downloadedBytes == 0)
+        #expect(try Self.downloads(sandbox, after: before).isEmpty)
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
+        #expect(try Self.recordedIncrementalHash(sandbox) == offered.manifest.incrementalContentHash)
+        #expect(try IncrementalContentHash.compute(path: sandbox.storeURL.path).hash == offered.manifest.incrementalContentHash)
         #expect(try sandbox.recorded() == ("1.0.1", .download))
+        #expect(try sandbox.downloadFiles().isEmpty)
+
+        // After another launch that only reads, 1.1.0 (other rows) arrives as a delta file checked from its rows.
+        try sandbox.launch(bundled)
+        let next = try Self.sameData(sandbox, "1.1.0", rows: 3100)
+        let published = try sandbox.publish(next, compressed: true)
+        #expect(published.manifest.deltas.first?.metadataOnly == nil)
+        let (again, secondLog) = try await Self.update(sandbox, bundled)
+        #expect(again.method == .delta, "\(again.deltaFailure ?? "")")
+        #expect(secondLog.contains(Self.incremental), "\(secondLog)")
+        #expect(try sandbox.storeContentHash() == next.manifest.contentHash)
+    }
+
+    /// A store the app changed a row of: its fingerprint no longer vouches for the rows the entry
+    /// does not touch, so the made delta's result is hashed whole, found to be another seed, and the
+    /// full seed installed (never the app's row under the new seed's signed hash).
+    @Test func aStoreTheAppChangedIsHashedWhole() async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let (bundled, offered, _) = try Self.sameDataPublished(sandbox, appWrote: false)
+        let (pool, _) = try sandbox.launcher(bundled).launch()
+        try await pool.write { db in try db.execute(sql: "UPDATE item SET label = 'edited by the app' WHERE id = 2") }
+        try pool.close()
+
+        let (outcome, log) = try await Self.update(sandbox, bundled)
+        #expect(!log.contains(Self.signedValues), "\(log)")
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("the delta applied yields content hash") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        #expect(try sandbox.recordedContentHash() == offered.manifest.contentHash)
+    }
+
+    /// Entries a device reads whose values do not fit the store it only read: each refused by the
+    /// check against the signed values in one sentence, the store untouched, the full seed installed.
+    @Test(arguments: [
+        (#""metadata": {"version": "1.0.1", "flavour": "plain"}"#, "the store's reseed_metadata has no key \"flavour\" to set"),
+        (#""metadata": {"version": "1.0.1", "name": "items"}"#, "the store's reseed_metadata already holds \"name\" = \"items\""),
+        (#""metadata": {"version": "1.0.1", "name": "other"}"#, "seed says it is 'other' 1.0.1, the manifest says 'items' 1.0.1"),
+    ])
+    func aForgedEntryIsRefusedWithoutHashingTheStore(member: String, reason: String) async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let (bundled, offered, published) = try Self.sameDataPublished(sandbox, appWrote: false)
+        try sandbox.resign { text in text = text.replacingOccurrences(of: #""metadata": {"version": "1.0.1"}"#, with: member) }
+        try await expectRefused(sandbox, bundled: bundled, offered: offered, published: published, because: reason)
     }
 
     /// What an app older than the member reads (it ignores `metadata`): the regular delta file, downloaded and applied.
