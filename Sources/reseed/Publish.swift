@@ -79,6 +79,7 @@ extension ReseedCommand {
                         lines.append("  delta from \(delta.fromVersion): " + delta.file.encodings.map { "\($0.file) (\($0.size) bytes" }.joined(separator: "), ")
                             + SeedDeltaBuilder.formatLabel(format: built?.format, tables: built?.tables ?? [], schemaObjects: built?.schemaObjects ?? [], numbered: false) + ")")
                         if let built { lines += SeedDeltaBuilder.contentLines(tables: built.tables, schemaObjects: built.schemaObjects, indent: "    ") }
+                        if delta.metadataOnly != nil { lines.append("    only Reseed's metadata changed: apps of this Reseed make this delta themselves and download nothing") }
                     }
                     for skipped in published.skippedDeltas {
                         lines.append("  no delta from \(skipped.fromVersion): \(skipped.reason)")
@@ -129,6 +130,8 @@ extension ReseedCommand.Publish {
             var tables: [SeedDeltaBuilder.TableCounts]
             /// The indexes, views and triggers it drops or creates.
             var schemaObjects: [SeedDeltaBuilder.SchemaObjectChange]
+            /// When only Reseed's metadata changed, the values the manifest's entry carries (apps of this Reseed download nothing).
+            @NullWhenNil var metadata: [String: String]?
         }
 
         /// A channel file in another encoding: its name in the channel folder and its size.
@@ -162,7 +165,7 @@ extension ReseedCommand.Publish {
                 let built = published.deltaContents.first { $0.fromVersion == delta.fromVersion }?.built
                 return Delta(
                     fromVersion: delta.fromVersion, fromContentHash: delta.fromContentHash, file: delta.file.file, size: delta.file.size, alternatives: delta.file.alternatives.map(encoded),
-                    format: built?.format, tables: built?.tables ?? [], schemaObjects: built?.schemaObjects ?? [])
+                    format: built?.format, tables: built?.tables ?? [], schemaObjects: built?.schemaObjects ?? [], metadata: delta.metadataOnly?.values)
             }
             skippedDeltas = published.skippedDeltas.map { Skipped(fromVersion: $0.fromVersion, reason: $0.reason) }
         }

@@ -28,10 +28,11 @@ extension Installation {
         do throws(ReseedError) {
             let (scale, fingerprint) = try copyInstalledStore(into: temporary, progress: progress)
             let incremental = try incrementalCheck(storeFingerprint: fingerprint)
-            let applied = try SeedDelta.apply(
+            // A delta made from a metadata-only entry, on a store still as installed: checked against the signed values.
+            let applied = if let checked = try applyMetadataOnly(to: path, incremental: incremental) { checked } else { try SeedDelta.apply(
                 deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: incremental, discardedOnFailure: true,
                 rowsApplied: scale.map { scale in { scale.report(.apply, $0, of: $1) } },
-                rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } })
+                rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } }) }
             scale?.report(.hash, 1, of: 1)
             if applied.incrementalContentHash != nil {
                 logger.info("checked the delta's result from the rows it changed", metadata: ["store": "\(storePath)"])

@@ -163,13 +163,7 @@ package enum SeedDelta {
         deltaPath: String, to targetPath: String, expectedContentHash: String, incremental: (installed: String, expected: String)? = nil,
         discardedOnFailure: Bool = false, rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil
     ) throws(ReseedError) -> Applied {
-        var configuration = Configuration()
-        configuration.label = "reseed.applyDelta"
-        configuration.foreignKeysEnabled = false
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA trusted_schema = OFF")
-            try db.turnTriggersOff(step: .applyDelta, path: targetPath, for: "the delta")
-        }
+        let configuration = Configuration.settingRows(label: "reseed.applyDelta", path: targetPath, for: "the delta")
         let queue = try during(.applyDelta, path: targetPath) { try DatabaseQueue(path: targetPath, configuration: configuration) }
         defer { try? queue.close() }
         return try during(.applyDelta, path: targetPath) {

@@ -112,6 +112,8 @@ struct InstallPipeline: Sendable {
         var recordingAlso: [PreferencesFile.Change] = []
         /// Hears of the install (``InstallProgress/Step/install``). Default the launcher's ``Launcher/Configuration/progress``.
         var progress: ProgressReport?
+        /// The metadata-only entry the delta was made from, when the device made it (``Installation/metadataOnly``).
+        var metadataOnly: MetadataOnlyDelta?
 
         /// `seed`, as it arrived from `origin`.
         init(_ seed: Seed, from origin: SeedSource, forcing: LaunchOutcome.Reason? = nil, expecting: String?? = nil) {
@@ -161,7 +163,8 @@ struct InstallPipeline: Sendable {
         let locked = try InstallPipeline.during(.environment) { () throws(ReseedError) in try data.lockStore(named: request.manifest.name) }
         defer { locked.lock.release() }
         let installation = Installation(configuration: configuration, data: data, directory: locked.directory,
-                                        manifest: request.manifest, source: request.source, progress: request.progress ?? configuration.progress)
+                                        manifest: request.manifest, source: request.source, progress: request.progress ?? configuration.progress,
+                                        metadataOnly: request.metadataOnly)
         return try Run(installation: installation, request: request).go(holder: holder)
     }
 

@@ -16,6 +16,8 @@ struct Installation: Sendable {
     let source: InstallPipeline.Source
     /// Hears of the install's progress.
     var progress: ProgressReport?
+    /// For a delta the device made from a channel's metadata-only entry, that entry (see ``applyMetadataOnly(to:incremental:)``).
+    var metadataOnly: MetadataOnlyDelta? = nil
 
     var preferences: PreferencesFile { data.preferences }
     var logger: Logger { configuration.logger }

@@ -60,6 +60,10 @@ import ReseedSystem
 ///                  "alternatives": [{"encoding": "xz", "file": "triage-2.1.0.sqlite.xz", "size": 7630, "sha256": "…"}]}
 /// ```
 ///
+/// A delta entry whose two seeds differ only in Reseed's own metadata (a release that changes no
+/// data) also carries `"metadata": {"version": "2.1.1"}`, the values that change: a reader that knows
+/// it makes that delta itself and downloads nothing (``MetadataOnly``); an older one downloads `file`.
+///
 /// `expires` (RFC 3339 in UTC, see ``RFC3339``), written by every `reseed publish` since
 /// channel trust came in, is the time after which an app refuses the manifest
 /// (``ReseedError/Code/channelExpired``): a host that keeps serving an old manifest cannot hide
@@ -130,6 +134,10 @@ public struct ChannelManifest: Sendable, Hashable {
         public var fromContentHash: String
         /// The compressed delta file.
         public var file: File
+        /// The new seed's metadata values, when the two seeds differ in nothing else (the JSON's
+        /// `metadata`, which older readers ignore): a device of this Reseed then makes the delta
+        /// itself instead of downloading ``file``. Nil by default.
+        public var metadataOnly: MetadataOnly?
 
         /// A delta entry from its fields.
         public init(fromVersion: String, fromContentHash: String, file: File) {
@@ -269,7 +277,9 @@ public struct ChannelManifest: Sendable, Hashable {
                 do throws(ReseedError) {
                     let fromVersion = try entry.string("fromVersion")
                     guard let fromContentHash = try entry.optionalSHA256("fromContentHash") else { throw entry.invalid("fromContentHash", "missing") }
-                    deltas.append(Delta(fromVersion: fromVersion, fromContentHash: fromContentHash, file: file))
+                    var delta = Delta(fromVersion: fromVersion, fromContentHash: fromContentHash, file: file)
+                    delta.metadataOnly = MetadataOnly.read(element["metadata"], field: "\(field).metadata", version: facts.version)
+                    deltas.append(delta)
                 } catch {
                     throw fields.invalid(field, error.message)
                 }

@@ -296,10 +296,14 @@ public struct ChannelUpdater: Sendable {
             // store as it was: the full seed is downloaded instead. One of the store's or the
             // machine's (a busy store, a short disk, an I/O error) would fail the full seed too.
             do throws(InstallPipeline.Failure) {
-                let deltaFile = try await fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes)
+                // A release whose data did not change: its delta is made here, nothing downloaded.
+                let made = try await delta.metadataOnly == nil ? nil : makeMetadataOnlyDelta(delta, of: manifest, in: context)
+                let deltaFile: DeltaFile
+                if let made { deltaFile = made.file } else { deltaFile = try await fetchDelta(delta, of: manifest, in: context, received: &outcome.downloadedBytes) }
                 defer { deltaFile.removeFiles() }
                 var request = InstallPipeline.Request(delta: deltaFile.path, from: delta.fromContentHash, making: manifest.seedManifest(file: deltaFile.name),
                                                       expecting: .some(context.installed))
+                request.metadataOnly = made?.entry
                 request.recordingAlso = channelState(fetched, trust: trust, in: context)
                 request.progress = configuration.progress
                 outcome.record(try await install(request))

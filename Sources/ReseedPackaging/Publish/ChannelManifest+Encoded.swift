@@ -15,7 +15,7 @@ extension ChannelManifest {
         if !deltas.isEmpty {
             let entries = deltas.map { delta in
                 "    {\"fromVersion\": \(JSONNode.quote(delta.fromVersion)), \"fromContentHash\": \(JSONNode.quote(delta.fromContentHash)), "
-                    + delta.file.jsonMembers + "}"
+                    + delta.file.jsonMembers + (delta.metadataOnly.map { ", " + $0.jsonMember } ?? "") + "}"
             }
             lines.append("  \"deltas\": [\n" + entries.joined(separator: ",\n") + "\n  ]")
         }

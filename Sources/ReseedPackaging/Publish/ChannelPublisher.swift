@@ -18,7 +18,9 @@ import SystemPackage
 ///    seed file is still in the folder, a row-level delta from it is built, checked by applying it,
 ///    and compressed as `<name>-<version>.from-<earlier>.delta.gz` (and `.delta.xz`, as the seed) (format 2
 ///    across a schema change); a delta that cannot express the change, or whose gzip weighs more than half
-///    the gzip seed, is not published;
+///    the gzip seed, is not published; a delta between seeds that differ only in Reseed's metadata also
+///    lists the values that change (``ChannelManifest/MetadataOnly``), which apps of this Reseed apply
+///    without downloading the file;
 /// 2. the signature `channel.json.sig` is replaced atomically (temp file, fsync, rename, folder fsync)
 ///    by two lines: the new manifest's signature, then the old manifest's;
 /// 3. then `channel.json` the same way;
@@ -132,7 +134,7 @@ public struct ChannelPublisher: Sendable {
         for release in earlier.prefix(deltas) {
             switch try publishDelta(from: release, to: manifest, in: directory) {
             case .success(let (delta, built)):
-                manifest.deltas.append(delta)
+                manifest.deltas.append(try withMetadataOnly(delta, built: built, from: release, to: manifest, in: directory))
                 contents.append((release.version, built))
             case .failure(let reason): skipped.append((release.version, reason.message))
             }
