@@ -157,13 +157,16 @@ extension SeedDelta.DeltaApplier {
     ) throws {
         let runs = "\(Self.delta).\(SeedDelta.Names.table(table.index, .moved).quotedIdentifier)"
         let rowid = "t.\(shape.key[0].quotedIdentifier)"
-        // The row's columns as the content hash reads them, then how far its run moves it; runs checked, no overflow.
+        // The row's columns as the content hash reads them, then the rowid its run moves it to: the offset in the run
+        // (0 to count − 1) added to the run's target, which readRuns checked cannot overflow. Never the shift
+        // target − source, which can: SQLite would compute it as a REAL and clamp it, and the check would follow the
+        // row to another rowid than the move gives it.
         let sql = """
-            SELECT \(rows.selected.map { "t.\($0)" }.joined(separator: ", ")), m.target - m.source
+            SELECT \(rows.selected.map { "t.\($0)" }.joined(separator: ", ")), m.target + (\(rowid) - m.source)
             FROM \(runs) AS m CROSS JOIN main.\(shape.name.quotedIdentifier) AS t ON \(rowid) BETWEEN m.source AND m.source + (m.count - 1)
             """
         let count = try rows.forEachRow(sql, db) { statement, columns in
-            rowSet?.move(statement, columns, of: rows, by: sqlite3_column_int64(statement, columns))
+            rowSet?.move(statement, columns, of: rows, to: sqlite3_column_int64(statement, columns))
         }
         rowSet?.flushMoves()
         guard count == Int64(table.count(.moved)) else {

@@ -103,18 +103,18 @@ struct RowSetAccumulator {
     }
 
     /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
-    /// and adds it again with its rowid moved by `shift`: a move keeps the row's values, so one
+    /// and adds it again at `rowid`, where the move puts it: a move keeps the row's values, so one
     /// read gives both elements.
     ///
     /// The digests wait in batches of ``movedBatch`` rows: the expansion of many rows in one call
     /// writes the lanes back once, not once a row. ``flushMoves()`` expands what waits.
-    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, by shift: Int64) {
+    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, to rowid: Int64) {
         element.digest(statement, count, of: rows).withUnsafeBytes { movedFrom.append(contentsOf: $0) }
-        element.digest(statement, count, of: rows, rowid: sqlite3_column_int64(statement, 0) &+ shift).withUnsafeBytes { movedTo.append(contentsOf: $0) }
+        element.digest(statement, count, of: rows, rowid: rowid).withUnsafeBytes { movedTo.append(contentsOf: $0) }
         if movedTo.count >= Self.movedBatch * SHA256.byteCount { flushMoves() }
     }
 
-    /// Expands the digests ``move(_:_:of:by:)`` left waiting.
+    /// Expands the digests ``move(_:_:of:to:)`` left waiting.
     mutating func flushMoves() {
         movedFrom.withUnsafeBytes { hash.combine(digests: $0, sign: -1) }
         movedTo.withUnsafeBytes { hash.combine(digests: $0, sign: 1) }
@@ -122,7 +122,7 @@ struct RowSetAccumulator {
         movedTo.removeAll(keepingCapacity: true)
     }
 
-    /// The rows whose digests ``move(_:_:of:by:)`` keeps before expanding them (64 KiB of digests).
+    /// The rows whose digests ``move(_:_:of:to:)`` keeps before expanding them (64 KiB of digests).
     static let movedBatch = 1024
 }
 

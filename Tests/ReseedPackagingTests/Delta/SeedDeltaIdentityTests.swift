@@ -249,6 +249,22 @@ import Testing
         #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
     }
 
+    /// A run whose shift (target − source) overflows: the check must follow each row to the rowid the
+    /// move gives it, never to a shift SQLite computed as a REAL and clamped.
+    @Test func aRunWhoseShiftOverflowsIsFollowedToTheRowidItGives() throws {
+        let sandbox = try DeltaSandbox(
+            schema: "CREATE TABLE t (name TEXT, n INTEGER)",
+            old: "INSERT INTO t (rowid, name, n) VALUES (-10, 'far', 1), (-9, 'next', 2)",
+            new: "INSERT INTO t (rowid, name, n) VALUES (9223372036854775797, 'far', 1), (9223372036854775798, 'next', 2)")
+        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
+        #expect(try Self.rows(sandbox.delta, "SELECT source, count, target FROM reseed_delta_1_moved") == [[-10, 2, 9223372036854775797].map(\.databaseValue)])
+        // The row lands 5 past where the new seed has it; a shift of Int64.max would put it where it belongs.
+        // The moves are well formed: the result is what both checks refuse.
+        try sandbox.expectEachDamageRefused(
+            ["UPDATE reseed_delta_1_moved SET target = 9223372036854775802"], built: built, incrementally: true,
+            refusedAs: [.verificationFailed])
+    }
+
     @Test func aTableShapedLikeProjAliasesCostsWhatChanged() throws {
         // 4,000 aliases in the order an upstream SQL file lists them; the next release inserts 40 in 8 places and drops 4.
         let tables = ["geodetic_crs", "projected_crs", "vertical_crs", "ellipsoid"]

@@ -66,7 +66,11 @@ final class DeltaSandbox: Sendable {
 
     /// Applies the delta, damaged by each statement in turn, to a fresh copy of the old seed (and again with the
     /// incremental check when asked): each is refused as invalid, as not fitting or as unverified, and leaves the copy as it was.
-    func expectEachDamageRefused(_ damages: [String], built: SeedDeltaBuilder.Built, incrementally: Bool = false, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    /// `refusedAs` are the codes accepted: by default a delta refused before its result is checked.
+    func expectEachDamageRefused(
+        _ damages: [String], built: SeedDeltaBuilder.Built, incrementally: Bool = false,
+        refusedAs codes: [ReseedError.Code] = [.invalidDelta, .deltaMismatch], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let pristine = try Data(contentsOf: URL(fileURLWithPath: delta))
         let incremental = (installed: try IncrementalContentHash.compute(path: old).hash, expected: try IncrementalContentHash.compute(path: new).hash)
         for damage in damages {
@@ -77,7 +81,7 @@ final class DeltaSandbox: Sendable {
                 let error = #expect(throws: ReseedError.self, "\(damage)", sourceLocation: sourceLocation) {
                     try SeedDelta.apply(deltaPath: delta, to: target, expectedContentHash: built.toContentHash, incremental: check)
                 }
-                #expect(error?.code == .invalidDelta || error?.code == .deltaMismatch, "\(damage): \(String(describing: error))", sourceLocation: sourceLocation)
+                #expect(error.map { codes.contains($0.code) } == true, "\(damage): \(String(describing: error))", sourceLocation: sourceLocation)
                 #expect(try hash(target) == built.fromContentHash, "\(damage)", sourceLocation: sourceLocation)
             }
         }
