@@ -216,13 +216,16 @@ extension Installation {
         }
         // The old store's last name goes with the rename: its blocks are freed off this path (see
         // ReplacedFile), closed after the guard, whose locks a close of another descriptor of the file would drop.
+        // A failed rename leaves the old file the store: it is closed at once, before anything opens it again.
         let replaced = keptAside == nil && retired == nil ? directory.holdForRelease(storeName) : nil
+        var renamed = false
         defer {
             storeGuard?.release()
-            replaced?.release()
+            if renamed { replaced?.release() } else { replaced?.closeNow() }
         }
         try during(.replace, path: storePath) {
             try directory.rename(temporary, to: storeName)
+            renamed = true
             try directory.sync()
         }
         StoreWAL.follow(temporary, to: storeName, in: directory)

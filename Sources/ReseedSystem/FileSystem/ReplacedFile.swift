@@ -37,6 +37,14 @@ package final class ReplacedFile: Sendable {
         }
     }
 
+    /// Closes the file now, on this thread: when the rename over its name failed, it is still the
+    /// store, and a close later, on another thread, could come after this process opened it again and
+    /// drop that connection's locks (a close of any descriptor of a file drops the process's POSIX locks
+    /// on it). A second call, or one after ``release()``, finds it closed.
+    package func closeNow() {
+        if let held = descriptor.withLock({ $0.take() }) { try? held.close() }
+    }
+
     /// Waits until every file released in this process is closed: before measuring free space, which
     /// counts their blocks once they are freed.
     package static func waitForReleases() {

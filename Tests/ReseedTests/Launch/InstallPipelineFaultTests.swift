@@ -265,6 +265,21 @@ struct InstallPipelineFaultTests {
         #expect(synced.filter { $0.hasSuffix("-wal") }.count == 1, "\(synced)")
     }
 
+    /// A rename that fails leaves the old file the store: the descriptor the install held to free it
+    /// later is closed before the install returns, not on a thread that could close it after this
+    /// process opened the store again (a close drops every lock the process holds on the file).
+    @Test(arguments: [EntryPoint.launch, .fullUpdate, .deltaUpdate])
+    func aFailedRenameLeavesNoDescriptorOfTheStoreOpen(_ entry: EntryPoint) async throws {
+        let device = try Device(delta: entry.usesDelta)
+        let attempts = try await device.record(entry).attempts
+        let rename = try #require(attempts.firstIndex { $0.kind == .rename && $0.path.hasSuffix("/items.sqlite") })
+        try device.reset()
+        let store = try ReplacedStoreTests.inode(device.sandbox.storeURL.path)
+        await #expect(throws: ReseedError.self) { _ = try await device.run(entry, device.plan(.fail(rename + 1), for: entry)) }
+        #expect(ReplacedStoreTests.descriptors(of: store).isEmpty, "\(entry)")
+        #expect(try ReplacedStoreTests.inode(device.sandbox.storeURL.path) == store)
+    }
+
     /// Readying a live store's copy (its switch to WAL) is not the source's doing: a failure there
     /// is the error, and a delta's update does not go and download the full seed for it.
     @Test func aFailureReadyingALiveCopyDoesNotFallBackToTheFullSeed() async throws {
