@@ -149,7 +149,12 @@ extension Installation {
                 if walSize > 0 {
                     methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil))
                 }
-                return (methods, fingerprint)
+                // Measured again after the copy: a commit meanwhile (one that restarted the -wal while our
+                // snapshot held WAL read lock 0 can leave the copy at that later commit) means the
+                // fingerprint no longer vouches for what was copied, and the result is hashed whole.
+                let walAfter = try directory.status(StoreLayout.wal(of: storeName))
+                let after = try directory.status(storeName).map { StoreWAL.fingerprint(store: $0, wal: walAfter) }
+                return (methods, after == fingerprint ? fingerprint : nil)
             }
         }
         logger.debug("copied the installed seed for the delta", metadata: [

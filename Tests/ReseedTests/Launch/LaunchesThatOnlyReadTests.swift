@@ -4,6 +4,7 @@ import InMemoryLogging
 import Logging
 import Reseed
 import ReseedTestSupport
+import Synchronization
 import Testing
 
 /// A single-file store the app only reads is not written by its launches: a later delta update
@@ -102,6 +103,44 @@ import Testing
         #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
         #expect(!log.contains(Self.incremental), "\(log)")
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+
+    /// The app commits a row while the update copies the store: the fingerprint measured when the copy
+    /// began no longer vouches for what was copied (a commit that restarted the `-wal` could have brought
+    /// the copy to a later state), so the result is hashed whole, not checked from the changed rows.
+    @Test func aRowTheAppCommitsWhileTheStoreIsCopiedIsHashedWhole() async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let (bundled, offered) = try launched(sandbox) { pool in
+            let rows = try Self.itemCount(pool)
+            #expect(rows > 0)
+        }
+        let store = sandbox.storeURL.path
+        let written = Mutex(false)
+        var configuration = sandbox.configuration()
+        configuration.progress = { event in
+            // The first bytes of the store copied: another process commits a row into the -wal.
+            guard event.step == .install, event.completed > 0, written.withLock({ let first = !$0; $0 = true; return first }) else { return }
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            writer.arguments = ["-c", """
+                import os, sqlite3, sys
+                c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_autocheckpoint = 0")
+                c.execute("UPDATE item SET label = 'edited during the copy' WHERE id = 2"); c.commit(); os._exit(0)
+                """, store]
+            try? writer.run()
+            writer.waitUntilExit()
+        }
+        let log = InMemoryLogHandler()
+        var launcherConfiguration = Launcher.Configuration()
+        launcherConfiguration.logger = Logger(label: "test") { _ in log }
+        let launcher = Launcher(seed: bundled.manifestURL, dataDirectory: sandbox.dataDirectory, configuration: launcherConfiguration)
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, launcher: launcher,
+                                               configuration: configuration).update()
+        let messages = log.entries.map { "\($0.message)" }
+        #expect(written.withLock { $0 })
+        #expect(!messages.contains(Self.incremental), "\(messages)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+        _ = outcome
     }
 
     /// An app's committed row left in the `-wal` (the app was killed before anything checkpointed it):
