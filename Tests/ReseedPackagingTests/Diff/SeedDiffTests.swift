@@ -412,6 +412,17 @@ private let songsSchema = """
         #expect(delta.lines().first?.hasSuffix(", with schema changes and rows matched by content (format 3)") == true, "\(delta.lines())")
     }
 
+    /// Rows matched by content are told apart by every byte SQLite stores, past an embedded NUL too.
+    @Test func textThatDiffersAfterANulIsAChangeInATableWithoutAKey() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let diff = try scratch.diff(
+            shared: "CREATE TABLE note(body TEXT); INSERT INTO note VALUES ('first'), (CAST(x'610062' AS TEXT)), ('last');",
+            old: "", new: "UPDATE note SET body = CAST(x'610063' AS TEXT) WHERE rowid = 2;")
+        let note = try table(diff, "note")
+        #expect((note.added, note.removed, note.changed) == (0, 0, 1))
+    }
+
     @Test func aRowChangedInPlaceInATableWithoutAKeyIsOneChangedRow() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
