@@ -55,6 +55,20 @@ public struct SeedMetadata: Sendable, Hashable {
         return SeedMetadata(format: values["format"].flatMap { Int($0) } ?? 0, name: name, version: version, steps: steps)
     }
 
+    /// The rows of the metadata table of `schema`, each value as stored, by key; nil unless it is an
+    /// ordinary table of exactly the columns `(key, value)` whose keys are distinct TEXT: what a
+    /// metadata-only delta entry is checked against, by its publisher and by a device.
+    package static func storedValues(_ db: Database, schema: String) throws -> [String: DatabaseValue]? {
+        let definition = try String.fetchOne(db, sql: "SELECT sql FROM \(schema).sqlite_schema WHERE type = 'table' AND name = ?", arguments: [tableName])
+        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?, ?)", arguments: [tableName, schema])
+        guard let definition, !definition.uppercased().hasPrefix("CREATE VIRTUAL"), columns == ["key", "value"] else { return nil }
+        var values: [String: DatabaseValue] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM \(schema).\(tableName)") {
+            guard case .string(let key) = (row[0] as DatabaseValue).storage, values.updateValue(row[1], forKey: key) == nil else { return nil }
+        }
+        return values
+    }
+
     /// Reads the metadata of the database file at `path`, opened read-only.
     static func read(path: String) throws -> SeedMetadata? {
         var configuration = Configuration()

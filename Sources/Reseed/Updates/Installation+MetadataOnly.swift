@@ -103,20 +103,10 @@ struct MetadataOnlyChange {
         guard try rows(db) == expected else { throw refused("\(table) holds other rows than the installed ones with the channel's values set") }
     }
 
-    /// `reseed_metadata` of `main` by key, when it is an ordinary table of exactly `(key, value)` with
-    /// distinct TEXT keys; else the store does not fit the entry.
+    /// `reseed_metadata` of `main` by key (``SeedMetadata/storedValues(_:schema:)``); else the store does not fit the entry.
     private func rows(_ db: Database) throws -> [String: DatabaseValue] {
-        let table = SeedMetadata.tableName
-        let definition = try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?", arguments: [table])
-        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?, 'main')", arguments: [table])
-        guard let definition, !definition.uppercased().hasPrefix("CREATE VIRTUAL"), columns == ["key", "value"] else {
-            throw mismatch("the store's \(table) is not a table of (key, value)")
-        }
-        var values: [String: DatabaseValue] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM main.\(table)") {
-            guard case .string(let key) = (row[0] as DatabaseValue).storage, values.updateValue(row[1], forKey: key) == nil else {
-                throw mismatch("the store's \(table) has a key that is not distinct TEXT")
-            }
+        guard let values = try SeedMetadata.storedValues(db, schema: "main") else {
+            throw mismatch("the store's \(SeedMetadata.tableName) is not a table of (key, value) with distinct TEXT keys")
         }
         return values
     }

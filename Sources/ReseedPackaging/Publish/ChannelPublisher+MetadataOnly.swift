@@ -30,7 +30,7 @@ enum MetadataOnlyRelease {
     /// when nothing else does; nil otherwise. `built` is the checked delta between them: it must
     /// change rows of `reseed_metadata` only, by updates only, and no schema (format 1); then every
     /// other table holds the same rows and the schema is the same, since applying it reached the new
-    /// seed's content hash. Besides, both tables must be `(key, value)` with the same keys and the
+    /// seed's content hash. Besides, both tables must be `(key, value)` with the same distinct TEXT keys (``SeedMetadata/storedValues(_:schema:)``) and the
     /// changed values TEXT (what a device writes), `user_version`, `application_id` and the statistics
     /// (`sqlite_stat1`, `sqlite_stat4`, `sqlite_sequence`, row by row with their rowids) the same, and the values
     /// within the bounds a device reads (``ChannelManifest/MetadataOnly/problem(of:version:)``).
@@ -51,7 +51,8 @@ enum MetadataOnlyRelease {
             for name in statisticsTables {
                 guard try statistics(name, in: "old", db) == statistics(name, in: "new", db) else { return nil }
             }
-            guard let old = try metadata(in: "old", db), let new = try metadata(in: "new", db), Set(old.keys) == Set(new.keys) else { return nil }
+            guard let old = try SeedMetadata.storedValues(db, schema: "old"), let new = try SeedMetadata.storedValues(db, schema: "new"),
+                  Set(old.keys) == Set(new.keys) else { return nil }
             var values: [String: String] = [:]
             for (key, value) in new where old[key] != value {
                 guard case .string(let text) = value.storage else { return nil }
@@ -68,19 +69,6 @@ enum MetadataOnlyRelease {
             return nil
         }
         return try Row.fetchAll(db, sql: "SELECT rowid, * FROM \(schema).\(name) ORDER BY rowid").map { Array($0.databaseValues) }
-    }
-
-    /// `reseed_metadata` of `schema` by key, when it is exactly `(key, value)` with TEXT keys; nil otherwise.
-    private static func metadata(in schema: String, _ db: Database) throws -> [String: DatabaseValue]? {
-        let table = SeedMetadata.tableName
-        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_xinfo(?, ?)", arguments: [table, schema])
-        guard columns == ["key", "value"] else { return nil }
-        var values: [String: DatabaseValue] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM \(schema).\(table)") {
-            guard case .string(let key) = (row[0] as DatabaseValue).storage else { return nil }
-            values[key] = row[1]
-        }
-        return values
     }
 }
 
