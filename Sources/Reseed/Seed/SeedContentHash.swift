@@ -312,9 +312,7 @@ struct ContentHasher {
 
     /// Appends `text` to `bytes` in the canonical encoding.
     static func appendText(_ text: [UInt8], to bytes: inout [UInt8]) {
-        bytes.append(Tag.text.rawValue)
-        appendBigEndian(UInt64(text.count), to: &bytes)
-        bytes.append(contentsOf: text)
+        _ = text.withUnsafeBytes { appendTagged(.text, $0, to: &bytes, inlineUpTo: .max) }
     }
 
     mutating func real(_ value: Double) {
@@ -333,13 +331,7 @@ struct ContentHasher {
 
     /// Column `index` of the current row of `statement`, as its storage class says.
     mutating func value(_ statement: OpaquePointer, _ index: Int32) {
-        if let large = Self.appendValue(statement, index, to: &buffer, inlineUpTo: Self.flushSize) {
-            sha.update(data: buffer)
-            buffer.removeAll(keepingCapacity: true)
-            sha.update(bufferPointer: large)
-        } else {
-            flushIfFull()
-        }
+        hash(after: Self.appendValue(statement, index, to: &buffer, inlineUpTo: Self.flushSize))
     }
 
     /// Bytes already in the canonical encoding (a row's, see ``RowEncoding``), hashed as they are.
@@ -374,25 +366,32 @@ struct ContentHasher {
             return nil
         }
         let count = pointer == nil ? 0 : Int(sqlite3_column_bytes(statement, index))
+        return appendTagged(tag, UnsafeRawBufferPointer(start: pointer, count: count), to: &bytes, inlineUpTo: limit)
+    }
+
+    /// Appends `tag`, the length of `value` and, when it is at most `limit` bytes, `value` itself to
+    /// `bytes`; a longer value is returned for the caller to hash next (nil otherwise).
+    private static func appendTagged(
+        _ tag: Tag, _ value: UnsafeRawBufferPointer, to bytes: inout [UInt8], inlineUpTo limit: Int
+    ) -> UnsafeRawBufferPointer? {
         bytes.append(tag.rawValue)
-        appendBigEndian(UInt64(count), to: &bytes)
-        let value = UnsafeRawBufferPointer(start: pointer, count: count)
-        guard count <= limit else { return value }
+        appendBigEndian(UInt64(value.count), to: &bytes)
+        guard value.count <= limit else { return value }
         bytes.append(contentsOf: value)
         return nil
     }
 
     private mutating func append(_ tag: Tag, _ bytes: UnsafeRawBufferPointer) {
-        buffer.append(tag.rawValue)
-        appendBigEndian(UInt64(bytes.count))
-        if bytes.count > Self.flushSize {
-            sha.update(data: buffer)
-            buffer.removeAll(keepingCapacity: true)
-            sha.update(bufferPointer: bytes)
-        } else {
-            buffer.append(contentsOf: bytes)
-            flushIfFull()
-        }
+        hash(after: Self.appendTagged(tag, bytes, to: &buffer, inlineUpTo: Self.flushSize))
+    }
+
+    /// After a value was appended to the buffer: hashes the buffer and then `large`, the value's bytes
+    /// left out of it, or only flushes a full buffer when nothing was left out.
+    private mutating func hash(after large: UnsafeRawBufferPointer?) {
+        guard let large else { return flushIfFull() }
+        sha.update(data: buffer)
+        buffer.removeAll(keepingCapacity: true)
+        sha.update(bufferPointer: large)
     }
 
     private mutating func appendBigEndian(_ value: UInt64) {
