@@ -33,12 +33,14 @@ import Testing
         var outcomes: [String: Int] = [:]
         var injectedPerCall: [String: Int] = [:]
         var lost = 0
+        var voided: [String] = []
         for call in Self.calls {
             for when in SyscallFaultTests.spread(points[call] ?? [], cap: SyscallFaultTests.capPerCall) {
                 let errno = SyscallFaultTests.errors[call] ?? "EIO"
                 let label = "\(call):\(errno):when=\(when)"
                 try scenario.reset()
-                let run = try scenario.traced(["-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(when)"])
+                guard let run = try scenario.faultRun(["-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(when)"],
+                                                      label: label, voided: &voided) else { continue }
                 let hits = run.calls.filter { $0.line.contains("(INJECTED)") && scenario.touchesTarget($0.line) }
                 injectedPerCall[call, default: 0] += hits.isEmpty ? 0 : 1
                 scenario.expectOneClearLine(run, label)
@@ -55,13 +57,14 @@ import Testing
             }
         }
         #expect(lost == 0)
+        #expect(voided.count <= SyscallFaultTests.voidedPointsAllowed, "\(voided.count) points could not be tested: \(voided)")
         let elapsed = clock.now - start
         print("""
             user store syscall faults: calls found (on the data directory or seed / all): \
             \(Self.calls.map { "\($0) \(points[$0]?.count ?? 0)/\(totals[$0] ?? 0)" }.joined(separator: ", ")); \(importCalls) on the user store
             user store syscall faults: \(injectedPerCall.values.reduce(0, +)) faults injected \
             (\(Self.calls.compactMap { call in injectedPerCall[call].map { "\(call) \($0)" } }.joined(separator: ", "))) in \(elapsed.components.seconds) s; \
-            \(lost) with a note lost
+            \(lost) with a note lost; points not tested (each of 3 runs failed a runtime eventfd write instead): \(voided)
             user store syscall faults: outcomes: \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "; "))
             """)
     }
