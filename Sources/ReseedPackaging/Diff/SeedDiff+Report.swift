@@ -179,7 +179,23 @@ extension SeedDiff {
         }
     }
 
-    private static func hex(_ bytes: Data) -> String {
+    /// A stored value as an SQL literal, as ``literal(_:)-(DatabaseValue)`` writes it; text that is
+    /// not valid UTF-8 or holds a NUL is written as `CAST(X'…' AS TEXT)`, which SQLite reads back
+    /// as those very bytes.
+    static func literal(_ value: StoredValue) -> String {
+        switch value {
+        case .null: return literal(DatabaseValue.null)
+        case .integer(let integer): return literal(integer.databaseValue)
+        case .real(let real): return literal(real.databaseValue)
+        case .blob(let bytes): return literal(Data(bytes).databaseValue)
+        case .text(let bytes):
+            if !bytes.contains(0), let text = String(validating: bytes, as: UTF8.self) { return literal(text.databaseValue) }
+            guard bytes.count > blobLimit else { return "CAST(X'\(hex(bytes))' AS TEXT)" }
+            return "CAST(X'\(hex(bytes.prefix(blobLimit)))…' AS TEXT) (\(bytes.count) bytes)"
+        }
+    }
+
+    private static func hex(_ bytes: some Collection<UInt8>) -> String {
         let digits = Array("0123456789ABCDEF")
         var result = ""
         result.reserveCapacity(bytes.count * 2)

@@ -43,18 +43,16 @@ extension TableComparison {
         let changed = pairs.filter { !$0.same }
 
         func example(_ rowid: Int64) -> SeedDiff.TableChange.RowExample {
-            .init(key: [SeedDiff.literal(rowid.databaseValue)], changes: [])
+            .init(key: [SeedDiff.literal(.integer(rowid))], changes: [])
         }
         var changedExamples: [SeedDiff.TableChange.RowExample] = []
         let selected = columns.map(\.quotedIdentifier).joined(separator: ", ")
         for pair in changed.prefix(exampleLimit) {
             let (oldRowid, newRowid) = (old.rowids[pair.old], new.rowids[pair.new])
-            let before = try SeedDiff.Failure.attributing(to: oldPath) {
-                try Row.fetchOne(oldDB, sql: "SELECT \(selected) FROM \(quoted) WHERE \(rowids.old) = ?", arguments: [oldRowid])
-            }
-            let after = try Row.fetchOne(newDB, sql: "SELECT \(selected) FROM \(quoted) WHERE \(rowids.new) = ?", arguments: [newRowid])
+            let before = try SeedDiff.Failure.attributing(to: oldPath) { try Self.storedValues(oldDB, "SELECT \(selected) FROM \(quoted) WHERE \(rowids.old) = ?", oldRowid) }
+            let after = try Self.storedValues(newDB, "SELECT \(selected) FROM \(quoted) WHERE \(rowids.new) = ?", newRowid)
             guard let before, let after else { continue }
-            let values = zip(columns, zip(before.databaseValues, after.databaseValues)).compactMap { column, pair in
+            let values = zip(columns, zip(before, after)).compactMap { column, pair in
                 order.compare(pair.0, pair.1) == 0 ? nil
                     : SeedDiff.TableChange.ValueChange(column: column, old: SeedDiff.literal(pair.0), new: SeedDiff.literal(pair.1))
             }
@@ -64,5 +62,13 @@ extension TableComparison {
             name: table, key: [rowids.new], added: added.count, removed: removed.count, changed: changed.count,
             addedExamples: added.prefix(exampleLimit).map(example), removedExamples: removed.prefix(exampleLimit).map(example),
             changedExamples: changedExamples, rowsNotCompared: nil)
+    }
+
+    /// The values of the one row `sql` selects for `rowid`, read as SQLite stores them; nil for none.
+    private static func storedValues(_ db: Database, _ sql: String, _ rowid: Int64) throws -> [StoredValue]? {
+        let statement = try db.makeStatement(sql: sql)
+        let cursor = try Row.fetchCursor(statement, arguments: [rowid])
+        // Read while the cursor stands on the row: releasing it resets the statement.
+        return try withExtendedLifetime(cursor) { try cursor.next() == nil ? nil : StoredValue.values(ofRowAt: statement.sqliteStatement) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import ReseedSystem
 
 /// Compares the rows of the tables two databases share, one table at a time.
@@ -111,7 +112,7 @@ struct TableComparison {
             name: table, key: plan.keyNames, added: 0, removed: 0, changed: 0,
             addedExamples: [], removedExamples: [], changedExamples: [], rowsNotCompared: nil)
 
-        func keyExample(_ row: [DatabaseValue]) -> SeedDiff.TableChange.RowExample {
+        func keyExample(_ row: [StoredValue]) -> SeedDiff.TableChange.RowExample {
             .init(key: row[..<keyCount].map(SeedDiff.literal), changes: [])
         }
 
@@ -163,12 +164,13 @@ struct TableComparison {
 
 /// One side of the merge: a table's rows, key values first, checked to arrive in ``ValueOrder``.
 private struct OrderedRows {
+    private let statement: Statement
     private let cursor: RowCursor
     private let keyCount: Int
     private let order: ValueOrder
     private let path: String
     private let table: String
-    private var previousKey: [DatabaseValue]?
+    private var previousKey: [StoredValue]?
 
     init(
         _ db: Database, path: String, table: String, key: [String], columns: [String],
@@ -178,7 +180,8 @@ private struct OrderedRows {
         // BINARY, whatever the declared collation, because that is the order ValueOrder reproduces.
         let ordering = (key.map { "\($0) COLLATE BINARY" } + (tieBreak.map { [$0] } ?? [])).joined(separator: ", ")
         let sql = "SELECT \(selected) FROM main.\(table.quotedIdentifier) ORDER BY \(ordering)"
-        self.cursor = try SeedDiff.Failure.attributing(to: path) { try Row.fetchCursor(db, sql: sql) }
+        self.statement = try SeedDiff.Failure.attributing(to: path) { try db.makeStatement(sql: sql) }
+        self.cursor = try SeedDiff.Failure.attributing(to: path) { [statement] in try Row.fetchCursor(statement) }
         self.keyCount = key.count
         self.order = order
         self.path = path
@@ -189,10 +192,11 @@ private struct OrderedRows {
     ///
     /// Throws when the rows break the expected order, which happens only if the two
     /// databases store text in different encodings: a merge would then report false changes.
-    mutating func next() throws -> [DatabaseValue]? {
+    mutating func next() throws -> [StoredValue]? {
         let cursor = self.cursor
-        guard let row = try SeedDiff.Failure.attributing(to: path, { try cursor.next() }) else { return nil }
-        let values = Array(row.databaseValues)
+        guard try SeedDiff.Failure.attributing(to: path, { try cursor.next() }) != nil else { return nil }
+        // Read from the statement: GRDB's `String` of a text value stops at an embedded NUL.
+        let values = StoredValue.values(ofRowAt: statement.sqliteStatement)
         let key = Array(values[..<keyCount])
         if let previousKey, order.compare(previousKey[...], key[...]) > 0 {
             throw SeedDiff.Failure.make(
@@ -223,7 +227,7 @@ struct ValueOrder {
     }
 
     /// Compares keys column by column: negative, zero or positive.
-    func compare(_ a: ArraySlice<DatabaseValue>, _ b: ArraySlice<DatabaseValue>) -> Int {
+    func compare(_ a: ArraySlice<StoredValue>, _ b: ArraySlice<StoredValue>) -> Int {
         for (x, y) in zip(a, b) {
             let result = compare(x, y)
             if result != 0 { return result }
@@ -231,31 +235,25 @@ struct ValueOrder {
         return a.count - b.count
     }
 
-    /// Compares two values: zero means equal for SQLite, so 1 equals 1.0 but not '1'.
-    func compare(_ a: DatabaseValue, _ b: DatabaseValue) -> Int {
-        switch (a.storage, b.storage) {
+    /// Compares two values: zero means equal for SQLite, so 1 equals 1.0 but not '1'; text is
+    /// compared by its bytes, an embedded NUL and what follows it included.
+    func compare(_ a: StoredValue, _ b: StoredValue) -> Int {
+        switch (a, b) {
         case (.null, .null): return 0
-        case let (.int64(x), .int64(y)): return x == y ? 0 : (x < y ? -1 : 1)
-        case let (.double(x), .double(y)): return x == y ? 0 : (x < y ? -1 : 1)
-        case let (.int64(x), .double(y)): return Self.compare(x, y)
-        case let (.double(x), .int64(y)): return -Self.compare(y, x)
-        case let (.string(x), .string(y)):
+        case let (.integer(x), .integer(y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case let (.real(x), .real(y)): return x == y ? 0 : (x < y ? -1 : 1)
+        case let (.integer(x), .real(y)): return Self.compare(x, y)
+        case let (.real(x), .integer(y)): return -Self.compare(y, x)
+        case let (.text(x), .text(y)):
             switch text {
-            case .utf8: return Self.compare(x.utf8, y.utf8)
-            case .utf16BigEndian: return Self.compare(x.utf16, y.utf16)
-            case .utf16LittleEndian: return Self.compare(x.utf16.lazy.map(\.byteSwapped), y.utf16.lazy.map(\.byteSwapped))
+            case .utf8: return Self.compare(x, y)
+            case .utf16BigEndian: return Self.compare(String(decoding: x, as: UTF8.self).utf16, String(decoding: y, as: UTF8.self).utf16)
+            case .utf16LittleEndian:
+                return Self.compare(String(decoding: x, as: UTF8.self).utf16.lazy.map(\.byteSwapped),
+                                    String(decoding: y, as: UTF8.self).utf16.lazy.map(\.byteSwapped))
             }
         case let (.blob(x), .blob(y)): return Self.compare(x, y)
-        default: return Self.rank(a) - Self.rank(b)
-        }
-    }
-
-    private static func rank(_ value: DatabaseValue) -> Int {
-        switch value.storage {
-        case .null: 0
-        case .int64, .double: 1
-        case .string: 2
-        case .blob: 3
+        default: return a.rank - b.rank
         }
     }
 
@@ -281,6 +279,23 @@ struct ValueOrder {
             case (_, nil): return 1
             case let (x?, y?): if x != y { return x < y ? -1 : 1 }
             }
+        }
+    }
+}
+
+extension StoredValue {
+    /// The values of the row `statement` is on, in its column order.
+    static func values(ofRowAt statement: OpaquePointer) -> [StoredValue] {
+        (0..<sqlite3_column_count(statement)).map { StoredValue(statement, column: $0) }
+    }
+
+    /// NULL, then numbers, then text, then blobs.
+    var rank: Int {
+        switch self {
+        case .null: 0
+        case .integer, .real: 1
+        case .text: 2
+        case .blob: 3
         }
     }
 }

@@ -423,6 +423,33 @@ private let songsSchema = """
         #expect((note.added, note.removed, note.changed) == (0, 0, 1))
     }
 
+    /// Rows matched by their key are compared by every byte SQLite stores too: a value that differs
+    /// only after an embedded NUL is a changed row, shown as the text's bytes, and keys that differ
+    /// only after a NUL are two rows.
+    @Test func textThatDiffersAfterANulIsAChangeInAKeyedTable() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let diff = try scratch.diff(
+            shared: """
+                CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT);
+                INSERT INTO note VALUES (1, 'first'), (2, CAST(x'610062' AS TEXT)), (3, 'last');
+                CREATE TABLE tag(name TEXT PRIMARY KEY, n INTEGER) WITHOUT ROWID;
+                INSERT INTO tag VALUES (CAST(x'610062' AS TEXT), 1), ('b', 2);
+                """,
+            old: "", new: """
+                UPDATE note SET body = CAST(x'610063' AS TEXT) WHERE id = 2;
+                UPDATE tag SET name = CAST(x'610063' AS TEXT) WHERE n = 1;
+                """)
+        let note = try table(diff, "note")
+        #expect((note.added, note.removed, note.changed) == (0, 0, 1))
+        #expect(note.changedExamples == [.init(key: ["2"], changes: [
+            .init(column: "body", old: "CAST(X'610062' AS TEXT)", new: "CAST(X'610063' AS TEXT)"),
+        ])])
+        let tag = try table(diff, "tag")
+        #expect((tag.added, tag.removed, tag.changed) == (1, 1, 0))
+        #expect(tag.addedExamples.map(\.key) == [["CAST(X'610063' AS TEXT)"]])
+    }
+
     @Test func aRowChangedInPlaceInATableWithoutAKeyIsOneChangedRow() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
