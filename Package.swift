@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "CReseedCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         // The system zlib, for compressed seeds (gzip): in every OS, so no C code is vendored.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
-        // The system liblzma, for the xz codec on Linux (Apple platforms would decode xz with the Compression framework: not written yet).
+        // The system liblzma, for the xz codec on Linux (Apple platforms decode xz with the Compression framework, and write none).
         .systemLibrary(name: "CLzma", path: "Sources/CLzma", providers: [.apt(["liblzma-dev"])]),
         // The system layer (the swift-nio model: a small public core over an internal system target):
         // the syscall seam, owned descriptors, durable files, the fast copy, locks, blocking threads,

@@ -14,7 +14,8 @@ package enum Codecs {
     }
 }
 
-/// A compression's codec: gzip over the system zlib (see `Gzip`), xz over the system liblzma (see `Xz`).
+/// A compression's codec: gzip over the system zlib (see `Gzip`), xz over the system liblzma on Linux
+/// and the Compression framework on Apple platforms, which only read it (see `Xz`).
 struct CompressionCodec: Codec {
     let compression: SeedManifest.Compression
 
@@ -23,7 +24,7 @@ struct CompressionCodec: Codec {
     var fileSuffix: String {
         switch compression {
         case .gzip: Gzip.fileSuffix
-        #if canImport(CLzma)
+        #if canImport(CLzma) || canImport(Compression)
         case .xz: Xz.fileSuffix
         #endif
         }
@@ -32,7 +33,7 @@ struct CompressionCodec: Codec {
     func compress(from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor) throws(CodecFailure) -> (read: Int64, written: Int64) {
         switch compression {
         case .gzip: try Gzip.compress(from: source, to: destination)
-        #if canImport(CLzma)
+        #if canImport(CLzma) || canImport(Compression)
         case .xz: try Xz.compress(from: source, to: destination)
         #endif
         }
@@ -44,7 +45,7 @@ struct CompressionCodec: Codec {
     ) throws(CodecFailure) -> FileCopier.Result {
         switch compression {
         case .gzip: try Gzip.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
-        #if canImport(CLzma)
+        #if canImport(CLzma) || canImport(Compression)
         case .xz: try Xz.decompress(from: source, to: destination, limit: limit, hashing: hashing, progress: progress)
         #endif
         }

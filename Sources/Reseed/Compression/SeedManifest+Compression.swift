@@ -6,9 +6,9 @@ extension SeedManifest {
     public enum Compression: String, Sendable, Hashable, CaseIterable {
         /// One gzip member (RFC 1952) around raw deflate: see <doc:CompressingTheSeed>.
         case gzip
-        #if canImport(CLzma)
-        /// One .xz stream (LZMA2), over the system liblzma: on Linux only, for now (an Apple app
-        /// does not know the case, and takes a channel's gzip).
+        #if canImport(CLzma) || canImport(Compression)
+        /// One .xz stream (LZMA2): read and written over the system liblzma on Linux, read by the
+        /// Compression framework (`COMPRESSION_LZMA`) on Apple platforms, which do not write it.
         case xz
         #endif
 
@@ -16,9 +16,13 @@ extension SeedManifest {
         public static let written = Compression.gzip
 
         /// The compressions `reseed publish` writes each channel file in: ``written`` first (what
-        /// every app reads), then the others this platform has (xz on Linux), listed as its alternatives.
+        /// every app reads), then the others this platform writes (xz on Linux), listed as its alternatives.
         public static var published: [Compression] {
+            #if canImport(CLzma)
             [written] + allCases.filter { $0 != written }
+            #else
+            [written]
+            #endif
         }
 
         /// The codec that reads and writes it.

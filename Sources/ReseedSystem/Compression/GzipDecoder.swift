@@ -3,7 +3,7 @@ import CZlib
 /// A streaming decoder of exactly one gzip member, with a bound on what it produces.
 ///
 /// Feed it the compressed bytes in pieces of any size; it hands the decompressed bytes to a
-/// closure, in pieces of at most 256 KiB, as they come. ``finish()`` then says whether the
+/// closure, in pieces of at most 256 KiB, as they come. ``finish(_:)`` then says whether the
 /// stream was whole. Memory stays bounded whatever the input: zlib's 32 KiB window, one
 /// output buffer, a header of at most a few hundred KiB parsed byte by byte (never kept).
 ///
@@ -11,7 +11,7 @@ import CZlib
 /// start with the gzip magic, a method other than deflate, reserved flag bits, a header CRC
 /// (FHCRC) that does not match, an extra field, name or comment over 64 KiB, corrupt deflate
 /// data, a CRC-32 or length (ISIZE, modulo 2^32) in the trailer that does not match the output,
-/// any byte after the member (a second, concatenated member included), and (in ``finish()``)
+/// any byte after the member (a second, concatenated member included), and (in ``finish(_:)``)
 /// a stream that ends early. Output past ``limit`` stops it at once with
 /// ``CodecFailure/tooLong(limit:)``: a gzip bomb never inflates more than `limit + 1` bytes.
 /// FEXTRA, FNAME and FCOMMENT are read and skipped.
@@ -19,7 +19,7 @@ import CZlib
 /// ```swift
 /// var decoder = try GzipDecoder(limit: 1 << 30)
 /// try decoder.feed(piece) { output in hasher.update(bufferPointer: output) }
-/// try decoder.finish()
+/// try decoder.finish { output in hasher.update(bufferPointer: output) }
 /// ```
 package struct GzipDecoder: StreamDecoder, ~Copyable {
     /// The most bytes the stream may decompress to.
@@ -102,7 +102,7 @@ package struct GzipDecoder: StreamDecoder, ~Copyable {
     /// Checks that the stream was one whole member: header, deflate data and trailer.
     ///
     /// - Throws: ``CodecFailure/invalid(_:)`` naming where a truncated stream ends.
-    package func finish() throws(CodecFailure) {
+    package mutating func finish(_ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
         let part: String? = switch phase {
         case .done: nil
         case .fixed where collected.isEmpty: "the stream is empty"

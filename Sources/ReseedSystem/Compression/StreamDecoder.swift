@@ -3,7 +3,7 @@ import SystemPackage
 
 /// A streaming decoder with a bound on what it produces (``GzipDecoder``, ``XzDecoder``): fed the
 /// compressed bytes in pieces of any size, it hands the decompressed bytes to a closure as they
-/// come, and ``finish()`` says whether the stream was whole.
+/// come, and ``finish(_:)`` hands out what the decoder still holds and says whether the stream was whole.
 package protocol StreamDecoder: ~Copyable {
     /// Decodes `input`, the next piece of the stream, handing each piece of output to `body`.
     ///
@@ -11,10 +11,11 @@ package protocol StreamDecoder: ~Copyable {
     ///   the decoder is not to be used again.
     mutating func feed(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure)
 
-    /// Checks that the stream was whole.
+    /// Hands `body` any output the decoder still holds once the input has ended (a decoder that
+    /// writes all it can as it is fed hands none), then checks that the stream was whole.
     ///
-    /// - Throws: ``CodecFailure/invalid(_:)`` naming where a truncated stream ends.
-    func finish() throws(CodecFailure)
+    /// - Throws: ``CodecFailure/invalid(_:)`` naming where a truncated stream ends, or what `body` threw.
+    mutating func finish(_ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure)
 }
 
 extension StreamDecoder where Self: ~Copyable {
@@ -35,19 +36,20 @@ extension StreamDecoder where Self: ~Copyable {
         let input = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 4096)
         defer { input.deallocate() }
         var total: Int64 = 0
+        func write(_ piece: UnsafeRawBufferPointer) throws(CodecFailure) {
+            hasher?.update(bufferPointer: piece)
+            do throws(Errno) { try destination.writeAll(piece) } catch { throw .io(error) }
+            destination.startWriteback(from: total, count: Int64(piece.count))
+            total += Int64(piece.count)
+            progress?(total)
+        }
         while true {
             let count: Int
             do { count = try source.read(into: input) } catch { throw .io(error) }
             if count == 0 { break }
-            try feed(UnsafeRawBufferPointer(rebasing: input[0..<count])) { (piece) throws(CodecFailure) in
-                hasher?.update(bufferPointer: piece)
-                do throws(Errno) { try destination.writeAll(piece) } catch { throw .io(error) }
-                destination.startWriteback(from: total, count: Int64(piece.count))
-                total += Int64(piece.count)
-                progress?(total)
-            }
+            try feed(UnsafeRawBufferPointer(rebasing: input[0..<count]), write)
         }
-        try finish()
+        try finish(write)
         return FileCopier.Result(bytes: total, sha256: hasher.map { $0.finalize().hexString }, method: .decode)
     }
 

@@ -1,9 +1,12 @@
+#if canImport(CLzma) || canImport(Compression)
 #if canImport(CLzma)
 import CLzma
+#endif
 import SystemPackage
 
-/// The xz codec of channel files (the .xz format: LZMA2 in one stream, CRC-64 check), over the
-/// system liblzma, on Linux.
+/// The xz codec of channel files (the .xz format: LZMA2 in one stream, CRC-64 check): written and
+/// read over the system liblzma on Linux; read by the Compression framework (`COMPRESSION_LZMA`)
+/// on Apple platforms, which write none (see ``compress(from:to:preset:)``).
 ///
 /// For a database it writes about 0.6× what gzip -9 does (PROJ's registry: see figure 13 in
 /// `Benchmarks/README.md`), at the cost of a slower compression and a decoder that holds the
@@ -24,6 +27,25 @@ package enum Xz {
     /// The size of the read buffer and of the compressed output buffer.
     static let bufferSize = 1 << 20
 
+    /// Decompresses the xz stream in `source` (from its current offset to its end) into
+    /// `destination`, hashing the decompressed bytes in the same pass when asked.
+    ///
+    /// Nothing is written past `limit`: a stream that would decompress further stops after
+    /// `limit + 1` bytes, in memory; one whose dictionary needs more than
+    /// ``XzDecoder/memoryLimit`` is refused before any is allocated.
+    ///
+    /// - Throws: ``CodecFailure/io(_:)`` for a failed read or write; ``CodecFailure/invalid(_:)`` naming
+    ///   what is wrong with the stream (see ``XzDecoder``); ``CodecFailure/tooLong(limit:)``.
+    package static func decompress(
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
+        progress: (@Sendable (Int64) -> Void)? = nil
+    ) throws(CodecFailure) -> FileCopier.Result {
+        try XzDecoder(limit: limit).decode(from: source, to: destination, hashing: hashing, progress: progress)
+    }
+}
+
+#if canImport(CLzma)
+extension Xz {
     /// Compresses all of `source` (from its current offset) into `destination` as one xz stream.
     ///
     /// LZMA2 with `xz -9`'s options (`lzma_lzma_preset(9)`), but a dictionary no larger than the
@@ -69,22 +91,6 @@ package enum Xz {
             } while (z.pointee.avail_in > 0 || z.pointee.avail_out == 0) && !finished
         }
         return (read, written)
-    }
-
-    /// Decompresses the xz stream in `source` (from its current offset to its end) into
-    /// `destination`, hashing the decompressed bytes in the same pass when asked.
-    ///
-    /// Nothing is written past `limit`: a stream that would decompress further stops after
-    /// `limit + 1` bytes, in memory; one whose dictionary needs more than
-    /// ``XzDecoder/memoryLimit`` is refused before any is allocated.
-    ///
-    /// - Throws: ``CodecFailure/io(_:)`` for a failed read or write; ``CodecFailure/invalid(_:)`` naming
-    ///   what is wrong with the stream (see ``XzDecoder``); ``CodecFailure/tooLong(limit:)``.
-    package static func decompress(
-        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, limit: Int64, hashing: Bool,
-        progress: (@Sendable (Int64) -> Void)? = nil
-    ) throws(CodecFailure) -> FileCopier.Result {
-        try XzDecoder(limit: limit).decode(from: source, to: destination, hashing: hashing, progress: progress)
     }
 }
 
@@ -153,4 +159,17 @@ struct XzStream: ~Copyable {
         pointer.deallocate()
     }
 }
+#else
+extension Xz {
+    /// Refuses: the Compression framework's LZMA encoder has one preset and writes other bytes than
+    /// liblzma, and a channel's files must be the same bytes wherever they are published.
+    ///
+    /// - Throws: ``CodecFailure/library(code:message:)``, always.
+    package static func compress(
+        from source: borrowing OwnedDescriptor, to destination: borrowing OwnedDescriptor, preset: UInt32 = 9
+    ) throws(CodecFailure) -> (read: Int64, written: Int64) {
+        throw .library(code: 0, message: "xz files are written only where liblzma is (Linux); publish from there, or write gzip only")
+    }
+}
+#endif
 #endif

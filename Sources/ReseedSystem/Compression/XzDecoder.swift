@@ -5,7 +5,7 @@ import CLzma
 /// memory it takes.
 ///
 /// Feed it the compressed bytes in pieces of any size; it hands the decompressed bytes to a
-/// closure, in pieces of at most 256 KiB, as they come. ``finish()`` then says whether the
+/// closure, in pieces of at most 256 KiB, as they come. ``finish(_:)`` then says whether the
 /// stream was whole. liblzma checks the stream's structure: its header and footer, each block's
 /// header, sizes and check (CRC-64 as `xz` writes it, or CRC-32, SHA-256, none), and the index
 /// against the blocks.
@@ -14,13 +14,13 @@ import CLzma
 /// with the xz magic, options liblzma does not support, corrupt data (a check, a size or the index
 /// that does not match), a dictionary needing more memory than ``memoryLimit`` (refused before it
 /// is allocated), any byte after the stream (a second stream or padding included), and (in
-/// ``finish()``) a stream that ends early. Output past ``limit`` stops it at once with
+/// ``finish(_:)``) a stream that ends early. Output past ``limit`` stops it at once with
 /// ``CodecFailure/tooLong(limit:)``: a bomb never decompresses more than `limit + 1` bytes.
 ///
 /// ```swift
 /// var decoder = try XzDecoder(limit: 1 << 30)
 /// try decoder.feed(piece) { output in hasher.update(bufferPointer: output) }
-/// try decoder.finish()
+/// try decoder.finish { output in hasher.update(bufferPointer: output) }
 /// ```
 package struct XzDecoder: StreamDecoder, ~Copyable {
     /// The most bytes the stream may decompress to.
@@ -35,6 +35,8 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
 
     /// Whether any input arrived, and whether the stream's end did.
     private var started = false, ended = false
+    /// The stream's start, checked before liblzma sees it (the same sentences as on Apple platforms).
+    private var header = XzHeaderCheck(memoryLimit: memoryLimit)
     private let stream: XzStream
     private let output: UnsafeMutableRawBufferPointer
 
@@ -58,6 +60,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     package mutating func feed(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
         guard !input.isEmpty else { return }
         guard !ended else { throw Self.trailing(input.count) }
+        try header.take(input)
         started = true
         let z = stream.pointer
         z.pointee.next_in = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
@@ -105,7 +108,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     /// Checks that the stream was whole: header, blocks, index and footer.
     ///
     /// - Throws: ``CodecFailure/invalid(_:)`` for a truncated stream.
-    package func finish() throws(CodecFailure) {
+    package mutating func finish(_ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
         if !started { throw .invalid("truncated: the stream is empty") }
         if !ended { throw .invalid("truncated: the stream ends before the end of the xz stream") }
     }

@@ -89,7 +89,7 @@ import Testing
                     var output: [UInt8] = []
                     try decoder.feed(UnsafeRawBufferPointer(rebasing: all[..<cut])) { output += $0 }
                     try decoder.feed(UnsafeRawBufferPointer(rebasing: all[cut...])) { output += $0 }
-                    try decoder.finish()
+                    try decoder.finish { output += $0 }
                     return .success(output)
                 } catch {
                     return .failure(error)

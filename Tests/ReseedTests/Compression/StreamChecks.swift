@@ -21,7 +21,7 @@ enum StreamChecks {
                     try decoder.feed(UnsafeRawBufferPointer(rebasing: all[start..<end])) { output += $0 }
                     start = end
                 }
-                try decoder.finish()
+                try decoder.finish { output += $0 }
                 return .success(output)
             } catch {
                 return .failure(error)

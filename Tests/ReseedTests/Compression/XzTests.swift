@@ -2,7 +2,7 @@
 import CZlib
 import Foundation
 import Reseed
-import ReseedSystem
+@testable import ReseedSystem
 import ReseedTestSupport
 import Testing
 
@@ -77,21 +77,86 @@ import Testing
         #expect(Self.message(Self.decode(gz)).contains("magic"))
     }
 
-    /// A block whose LZMA2 dictionary is 4 GiB (the header's dictionary byte set to 40, its CRC-32
-    /// made right): refused before liblzma allocates it.
-    @Test func refusesADictionaryOverTheMemoryLimit() throws {
-        let folder = try TemporaryDirectory(prefix: "reseed-xz")
-        var stream = try Self.stream(GzipTests.sample(1_000, seed: 8), in: folder)
+    /// `stream` with the first block header's LZMA2 dictionary byte set to `code` (its CRC-32 made right).
+    static func withDictionaryCode(_ code: UInt8, _ stream: [UInt8]) throws -> [UInt8] {
+        var stream = stream
         // The block header follows the 12-byte stream header; its first byte is its size / 4 - 1.
         let start = 12, size = (Int(stream[start]) + 1) * 4
         let filter = try #require((start..<(start + size - 6)).first { stream[$0] == 0x21 && stream[$0 + 1] == 1 })
-        stream[filter + 2] = 40
+        stream[filter + 2] = code
         let crc = UInt32(truncatingIfNeeded: stream[start..<(start + size - 4)].withContiguousStorageIfAvailable {
             crc32(0, $0.baseAddress, uInt($0.count))
         } ?? 0)
         for index in 0..<4 { stream[start + size - 4 + index] = UInt8(truncatingIfNeeded: crc >> (8 * index)) }
-        let message = Self.message(Self.decode(stream))
-        #expect(message.contains("MiB of memory to decode, more than the 96 MiB allowed"), "\(message)")
+        return stream
+    }
+
+    /// A block whose LZMA2 dictionary is 4 GiB (dictionary byte 40) or 192 MiB (31): refused before
+    /// the decoder allocates it, by the header check both platforms run (the Compression framework
+    /// on Apple platforms has no memory limit of its own), in whatever pieces the header arrives.
+    @Test(arguments: [(UInt8(40), 4095), (31, 192)])
+    func refusesADictionaryOverTheMemoryLimit(code: UInt8, mebibytes: Int) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let stream = try Self.withDictionaryCode(code, Self.stream(GzipTests.sample(1_000, seed: 8), in: folder))
+        for piece in [1, 5, 1 << 16] {
+            let message = Self.message(Self.decode(stream, piece: piece))
+            #expect(message.contains("the stream needs \(mebibytes) MiB of memory to decode, more than the 96 MiB allowed"), "\(message)")
+        }
+    }
+
+    /// The header check passes every stream xz(1) writes under the limit, its first bytes arriving one
+    /// at a time: two filters, several blocks, each check, the sizes in the block header, no block at all.
+    @Test(arguments: ["-9", "-0", "-6 --check=none", "--x86 --lzma2=preset=6", "-6 --block-size=4KiB", "-6 -T2 --block-size=8KiB", "--lzma2=dict=64MiB"])
+    func theHeaderCheckPassesWhatXzWrites(options: String) throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        for (name, bytes) in [("empty", [UInt8]()), ("sample", GzipTests.sample(20_000, seed: 11))] {
+            let plain = folder.appending(name)
+            try Data(bytes).write(to: plain)
+            let theirs = try GzipTests.shell("xz \(options) -c \(GzipTests.quoted(plain))")
+            try #require(theirs.status == 0)
+            let stream = [UInt8](theirs.output)
+            var check = XzHeaderCheck(memoryLimit: XzDecoder.memoryLimit)
+            for byte in stream.prefix(XzHeaderCheck.capacity) where !check.done {
+                if let failure = Self.take([byte], &check) { Issue.record("\(options), \(name): \(failure)") }
+            }
+            #expect(check.done, "\(options), \(name): the check never reached the end of the first block header")
+            #expect(try Self.decode(stream, piece: 3).get() == bytes, "\(options), \(name)")
+        }
+    }
+
+    /// Feeds `bytes` to `check` as one piece; the failure, if it refused them.
+    static func take(_ bytes: [UInt8], _ check: inout XzHeaderCheck) -> CodecFailure? {
+        var taking = check
+        defer { check = taking }
+        return bytes.withUnsafeBytes { piece -> CodecFailure? in
+            do throws(CodecFailure) { try taking.take(piece) } catch { return error }
+            return nil
+        }
+    }
+
+    /// Headers the format does not allow, refused by the check with a sentence saying what is wrong.
+    @Test func theHeaderCheckRefusesMalformedBlockHeaders() throws {
+        let folder = try TemporaryDirectory(prefix: "reseed-xz")
+        let stream = try Self.stream(GzipTests.sample(1_000, seed: 12), in: folder)
+        func refusal(_ bytes: [UInt8]) -> String {
+            var check = XzHeaderCheck(memoryLimit: XzDecoder.memoryLimit)
+            if let failure = Self.take(bytes, &check) { return failure.description }
+            return check.done ? "accepted" : "waiting"
+        }
+        #expect(refusal(stream) == "accepted")
+        #expect(refusal(Array(stream.prefix(20))) == "waiting")
+        #expect(refusal(try Self.withDictionaryCode(41, stream)).contains("dictionary size is not one the format allows"))
+        var reserved = stream
+        reserved[13] |= 0x04
+        #expect(refusal(reserved).contains("reserved flags"))
+        // A filter ID whose variable-length integer never ends within the header.
+        var endless = stream
+        let size = (Int(stream[12]) + 1) * 4
+        for index in 14..<(12 + size - 4) { endless[index] = 0xFF }
+        endless[13] = 0
+        #expect(refusal(endless).contains("header is malformed"))
+        #expect(refusal([0xfd, 0x37, 0x7a, 0x58]) == "waiting")
+        #expect(refusal([0xfd, 0x37, 0x7b]).contains("magic"))
     }
 
     /// 16 MiB of zeros in a 2 KiB stream: the decoder stops after the limit, before the stream's end.
