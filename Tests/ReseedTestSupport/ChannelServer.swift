@@ -48,12 +48,8 @@ public final class ChannelServer: ChannelHost {
 
     deinit { stop() }
 
-    /// Kills the server (SIGKILL: a test runner's threads may block SIGTERM, and children inherit the mask).
-    public func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    /// Kills the server.
+    public func stop() { process.killAndWait() }
 
     /// Replaces the switches: a JSON object as the script's documentation describes; `[:]` for none.
     public func set(_ control: [String: Any]) throws {
@@ -89,6 +85,16 @@ public final class ChannelServer: ChannelHost {
         return try String(decoding: data, as: UTF8.self).split(separator: "\n").map { line in
             try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
         }
+    }
+}
+
+extension Process {
+    /// Kills the process, if it runs, and waits for it: SIGKILL, as a test runner's threads may block
+    /// SIGTERM, and children inherit the mask.
+    func killAndWait() {
+        guard isRunning else { return }
+        kill(processIdentifier, SIGKILL)
+        waitUntilExit()
     }
 }
 

@@ -115,11 +115,7 @@ public final class WebServer: ChannelHost {
     deinit { stop() }
 
     /// Kills the server (SIGKILL, as ``ChannelServer``).
-    public func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    public func stop() { process.killAndWait() }
 
     /// Refuses every switch: a real server plays none of `channel_server.py`'s.
     public func set(_ control: [String: Any]) throws {
