@@ -33,7 +33,7 @@ final class StepFile {
 }
 
 /// The rows of one table (or one foreign-key cycle of tables) written as a step: a CSV file when
-/// CSV carries every value exactly (see ``ValueText/csvField(_:affinity:)``), else INSERTs.
+/// CSV carries every value exactly (see ``ValueText/appendCSVField(_:column:affinity:to:)``), else INSERTs.
 struct TableExport {
     let db: Database
     let values: ValueText
@@ -162,12 +162,11 @@ struct TableExport {
             line.removeAll(keepingCapacity: true)
             for (index, column) in table.columns.enumerated() {
                 if index > 0 { line.append(UInt8(ascii: ",")) }
-                let value = StoredValue(handle, column: Int32(first + index))
-                guard let field = values.csvField(value, affinity: column.affinity) else {
+                guard values.appendCSVField(handle, column: Int32(first + index), affinity: column.affinity, to: &line) else {
+                    let value = StoredValue(handle, column: Int32(first + index))
                     problem = "column '\(excerpt(column.name))' holds \(Self.describe(value)), which CSV cannot carry exactly there"
                     return false
                 }
-                line.append(contentsOf: field)
             }
             line.append(0x0A)
             try file.append(line)

@@ -73,10 +73,10 @@ struct ValueText {
     func decimal(_ value: Double) -> String? {
         if value.isInfinite { return value < 0 ? "-9e999" : "9e999" }
         guard value.isFinite else { return nil }
-        let shortest = value.description
-        let candidates = [shortest, String(format: "%.17g", value)]
-        for candidate in candidates where readsBack(candidate, as: value) {
-            return candidate.contains(where: { $0 == "." || $0 == "e" }) ? candidate : candidate + ".0"
+        // The second form only when the first does not read back (a few in a thousand).
+        for candidate in [{ value.description }, { String(format: "%.17g", value) }] {
+            let text = candidate()
+            if readsBack(text, as: value) { return text.contains(where: { $0 == "." || $0 == "e" }) ? text : text + ".0" }
         }
         return nil
     }
@@ -91,42 +91,61 @@ struct ValueText {
         return sqlite3_column_double(handle, 0).bitPattern == value.bitPattern
     }
 
-    /// The CSV field for `value` in a column of `affinity`: bound as text, does the column store
-    /// the same value with the same type? nil when it would not.
+    /// Appends the CSV field for column `index` of the row `statement` is on, in a column of
+    /// `affinity`, to `line`: bound as text, does the column store the same value with the same type?
+    /// false (`line` then holds a part of the field) when it would not.
     ///
     /// The loader reads an unquoted empty field as NULL and a quoted one as text; it binds every
     /// field as text, so the column's affinity decides the type. A stored value went through the
     /// same affinity when it was written, so text stays text; a number is carried where the
     /// affinity makes a number of its text again. Text with a CR (read as LF), a NUL or bytes that
-    /// are not UTF-8 is left to SQL, as are blobs.
-    func csvField(_ value: StoredValue, affinity: Affinity) -> [UInt8]? {
-        switch value {
-        case .null:
-            return []
-        case .integer(let integer):
-            return affinity == .integer || affinity == .numeric ? Array(String(integer).utf8) : nil
-        case .real(let real):
+    /// are not UTF-8 is left to SQL, as are blobs. Text is read in place, not copied.
+    func appendCSVField(_ statement: OpaquePointer, column index: Int32, affinity: Affinity, to line: inout [UInt8]) -> Bool {
+        switch sqlite3_column_type(statement, index) {
+        case SQLITE_NULL:
+            return true
+        case SQLITE_INTEGER:
+            guard affinity == .integer || affinity == .numeric else { return false }
+            line.append(contentsOf: String(sqlite3_column_int64(statement, index)).utf8)
+            return true
+        case SQLITE_FLOAT:
+            let real = sqlite3_column_double(statement, index)
             switch affinity {
             case .real:
                 break
             case .integer, .numeric:
                 // These affinities make a real with an exact Int64 value an integer.
-                guard !real.isFinite || real != real.rounded(.towardZero) || real.magnitude >= 0x1p63 else { return nil }
+                guard !real.isFinite || real != real.rounded(.towardZero) || real.magnitude >= 0x1p63 else { return false }
             case .text, .blob:
-                return nil
+                return false
             }
-            return decimal(real).map { Array($0.utf8) }
-        case .text(let bytes):
-            guard !bytes.contains(0x0D), !bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil else { return nil }
-            var field: [UInt8] = [0x22]
+            guard let decimal = decimal(real) else { return false }
+            line.append(contentsOf: decimal.utf8)
+            return true
+        case SQLITE_TEXT:
+            let count = Int(sqlite3_column_bytes(statement, index))
+            let bytes = UnsafeBufferPointer(start: sqlite3_column_text(statement, index), count: count)
+            var ascii = true, quotes = false
             for byte in bytes {
-                if byte == 0x22 { field.append(0x22) }
-                field.append(byte)
+                if byte == 0x0D || byte == 0 { return false }
+                ascii = ascii && byte < 0x80
+                quotes = quotes || byte == 0x22
             }
-            field.append(0x22)
-            return field
-        case .blob:
-            return nil
+            // ASCII is UTF-8; anything else is checked.
+            guard ascii || String(validating: bytes, as: UTF8.self) != nil else { return false }
+            line.append(0x22)
+            if quotes {
+                for byte in bytes {
+                    if byte == 0x22 { line.append(0x22) }
+                    line.append(byte)
+                }
+            } else {
+                line.append(contentsOf: bytes)
+            }
+            line.append(0x22)
+            return true
+        default:
+            return false
         }
     }
 
