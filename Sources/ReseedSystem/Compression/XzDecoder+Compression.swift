@@ -109,9 +109,10 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
             // All input taken and the output not full: the rest of the stream is in the next piece
             // (or, when finalizing, the stream ended early: `finish` says so).
             if stream.pointee.src_size == 0, stream.pointee.dst_size > 0 { return }
-            // Input left, room for output, and no progress: the same call would make none again.
+            // Input left, room for output, and no progress: the same call would make none again (a
+            // framework that reports the end only when finalizing stops taking input there).
             if count == 0, stream.pointee.src_size == availableBefore {
-                throw .invalid("the Compression framework makes no progress on it")
+                throw .invalid("the Compression framework takes no more of it: bytes follow the end of the xz stream, or data it cannot decode")
             }
         }
     }
