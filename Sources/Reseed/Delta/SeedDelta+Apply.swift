@@ -137,7 +137,7 @@ extension SeedDelta {
             let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted + ($1.moved ?? 0) })
             var applied: Int64 = 0
             progress?(0, total)
-            let schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
+            var schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
             if rowSet != nil {
                 // The row set loses every row of a table the delta drops (or replaces), read before it goes.
                 let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
