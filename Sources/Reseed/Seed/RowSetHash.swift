@@ -80,11 +80,11 @@ struct RowSetHash: Equatable, Sendable {
 /// SHA-256 of the canonical encoding of its table's name, whether the rowid is hashed, the column
 /// count, a row mark, then the rowid when hashed and the row's values (see <doc:ContentHash>).
 struct RowSetAccumulator {
-    var hash = RowSetHash()
+    /// The hash of the rows added and removed, but for the moves until ``finish()``.
+    private(set) var hash = RowSetHash()
     private var element = RowElement()
-    /// The element digests of moved rows at their old and new rowids, not yet expanded.
-    private var movedFrom: [UInt8] = []
-    private var movedTo: [UInt8] = []
+    /// The moves noted since the last ``finish()``.
+    private var moves: MovedRowSet?
 
     init(hash: RowSetHash = RowSetHash()) {
         self.hash = hash
@@ -104,26 +104,24 @@ struct RowSetAccumulator {
 
     /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
     /// and adds it again at `rowid`, where the move puts it: a move keeps the row's values, so one
-    /// read gives both elements.
+    /// read gives both elements. `prefix` is the table's element prefix (``RowEncoding/elementPrefix(of:)``).
     ///
-    /// The digests wait in batches of ``movedBatch`` rows: the expansion of many rows in one call
-    /// writes the lanes back once, not once a row. ``flushMoves()`` expands what waits.
-    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, to rowid: Int64) {
-        element.digest(statement, count, of: rows).withUnsafeBytes { movedFrom.append(contentsOf: $0) }
-        element.digest(statement, count, of: rows, rowid: rowid).withUnsafeBytes { movedTo.append(contentsOf: $0) }
-        if movedTo.count >= Self.movedBatch * SHA256.byteCount { flushMoves() }
+    /// The digests and their expansions are computed on other threads (``MovedRowSet``) while the
+    /// delta goes on: ``finish()`` adds them to ``hash``.
+    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, prefix: [UInt8], to rowid: Int64) {
+        let moves = self.moves ?? MovedRowSet()
+        self.moves = moves
+        moves.add(statement, count, of: rows, prefix: prefix, to: rowid)
     }
 
-    /// Expands the digests ``move(_:_:of:to:)`` left waiting.
-    mutating func flushMoves() {
-        movedFrom.withUnsafeBytes { hash.combine(digests: $0, sign: -1) }
-        movedTo.withUnsafeBytes { hash.combine(digests: $0, sign: 1) }
-        movedFrom.removeAll(keepingCapacity: true)
-        movedTo.removeAll(keepingCapacity: true)
+    /// ``hash`` with every move's change in it, waiting for the threads that compute them.
+    mutating func finish() -> RowSetHash {
+        if let moves {
+            hash.add(moves.finish())
+            self.moves = nil
+        }
+        return hash
     }
-
-    /// The rows whose digests ``move(_:_:of:to:)`` keeps before expanding them (64 KiB of digests).
-    static let movedBatch = 1024
 }
 
 /// The digest of one row's element: the SHA-256 of its canonical encoding (see ``RowSetAccumulator``).
