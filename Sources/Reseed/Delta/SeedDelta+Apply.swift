@@ -280,8 +280,9 @@ extension SeedDelta {
         ) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
             let sql = rows.select(where: Self.listed(shape, in: source))
+            let prefix = RowEncoding.elementPrefix(of: rows)
             let count = try rows.forEachRow(sql, db) { statement, columns in
-                if adding { try rowSet?.add(statement, columns, of: rows) } else { try rowSet?.remove(statement, columns, of: rows) }
+                rowSet?.change(statement, columns, of: rows, prefix: prefix, sign: adding ? 1 : -1)
             }
             guard count == Int64(table.count(list)) else {
                 throw mismatch(list, table, "\(count) row(s) of the seed have the keys of the \(table.count(list)) the delta lists", nil)

@@ -80,11 +80,11 @@ struct RowSetHash: Equatable, Sendable {
 /// SHA-256 of the canonical encoding of its table's name, whether the rowid is hashed, the column
 /// count, a row mark, then the rowid when hashed and the row's values (see <doc:ContentHash>).
 struct RowSetAccumulator {
-    /// The hash of the rows added and removed, but for the moves until ``finish()``.
+    /// The hash of the rows added and removed, but for the changes left to other threads until ``finish()``.
     private(set) var hash = RowSetHash()
     private var element = RowElement()
-    /// The moves noted since the last ``finish()``.
-    private var moves: MovedRowSet?
+    /// The changes ``change(_:_:of:prefix:sign:)`` and ``move(_:_:of:prefix:to:)`` noted since the last ``finish()``.
+    private var changes: RowSetChanges?
 
     init(hash: RowSetHash = RowSetHash()) {
         self.hash = hash
@@ -102,23 +102,32 @@ struct RowSetAccumulator {
         try hash.combine(element.digest(statement, count, of: rows), sign: -1)
     }
 
-    /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
-    /// and adds it again at `rowid`, where the move puts it: a move keeps the row's values, so one
-    /// read gives both elements. `prefix` is the table's element prefix (``RowEncoding/elementPrefix(of:)``).
-    ///
-    /// The digests and their expansions are computed on other threads (``MovedRowSet``) while the
-    /// delta goes on: ``finish()`` adds them to ``hash``.
-    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, prefix: [UInt8], to rowid: Int64) {
-        let moves = self.moves ?? MovedRowSet()
-        self.moves = moves
-        moves.add(statement, count, of: rows, prefix: prefix, to: rowid)
+    /// Adds (`sign` 1) or removes (-1) the current row of `statement`, as ``add(_:_:of:)`` does, its
+    /// digest and expansion computed on another thread (``RowSetChanges``) while the delta goes on:
+    /// ``finish()`` adds them to ``hash``. `prefix` is the table's element prefix (``RowEncoding/elementPrefix(of:)``).
+    mutating func change(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, prefix: [UInt8], sign: Int) {
+        pendingChanges().change(statement, count, of: rows, prefix: prefix, sign: sign)
     }
 
-    /// ``hash`` with every move's change in it, waiting for the threads that compute them.
+    /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
+    /// and adds it again at `rowid`, where the move puts it: a move keeps the row's values, so one
+    /// read gives both elements. Computed on another thread, as ``change(_:_:of:prefix:sign:)`` is.
+    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, prefix: [UInt8], to rowid: Int64) {
+        pendingChanges().move(statement, count, of: rows, prefix: prefix, to: rowid)
+    }
+
+    private mutating func pendingChanges() -> RowSetChanges {
+        if let changes { return changes }
+        let changes = RowSetChanges()
+        self.changes = changes
+        return changes
+    }
+
+    /// ``hash`` with every change noted in it, waiting for the threads that compute them.
     mutating func finish() -> RowSetHash {
-        if let moves {
-            hash.add(moves.finish())
-            self.moves = nil
+        if let changes {
+            hash.add(changes.finish())
+            self.changes = nil
         }
         return hash
     }

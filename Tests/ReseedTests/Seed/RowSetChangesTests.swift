@@ -6,9 +6,10 @@ import GRDBSQLite
 import ReseedTestSupport
 import Testing
 
-/// A delta's moves change the row set on helper threads (``MovedRowSet``): the change must be the
-/// same as moving each row one by one, however the rows fall into batches and threads.
-@Suite struct MovedRowSetTests {
+/// A delta's changes of the row set are computed on helper threads (``RowSetChanges``): each must
+/// be the same as adding, removing or moving rows one by one, however the rows fall into batches
+/// and threads.
+@Suite struct RowSetChangesTests {
     /// Two tables whose rowid is hashed (no primary key), more rows than the reading thread can
     /// hand to its helpers (so it expands batches itself too), every storage class, rows of
     /// 20 KiB (a batch closes on its bytes) and rows longer than an element a batch copies
@@ -28,7 +29,7 @@ import Testing
     /// The rowid the test moves a row of rowid `rowid` to: negative and positive, far from any taken.
     static func moved(_ rowid: Int64) -> Int64 { rowid > 0 ? rowid + 10_000_000 : rowid - 10_000_000 }
 
-    @Test func movingRowsOnHelperThreadsChangesTheRowSetAsMovingThemOneByOne() throws {
+    @Test func movingRowsOnHelperThreadsIsMovingThemOneByOne() throws {
         let sandbox = try TemporaryDirectory()
         let path = sandbox.appending("moved.sqlite").path
         let queue = try DatabaseQueue(path: path)
@@ -63,5 +64,29 @@ import Testing
         #expect(SHA256.hash(data: onHelpers.bytes).hexString == SHA256.hash(data: oneByOne.bytes).hexString)
         #expect(SHA256.hash(data: onHelpers.bytes).hexString == SHA256.hash(data: after).hexString)
         #expect(onHelpers != before)
+    }
+
+    @Test func addingAndRemovingRowsOnHelperThreadsIsAddingAndRemovingThemOneByOne() throws {
+        let sandbox = try TemporaryDirectory()
+        let path = sandbox.appending("rows.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { try $0.execute(sql: Self.rows) }
+        try queue.close()
+        let whole = try SeedContentHash.computeWithIncremental(path: path).incremental.rowSet
+        let (added, removed) = try DatabaseQueue(path: path).read { db in
+            var adding = RowSetAccumulator()
+            var removing = RowSetAccumulator(hash: try #require(RowSetHash(bytes: whole)))
+            for name in ["body", "tail"] {
+                let rows = try TableRows(name, withoutRowid: false, db)
+                let prefix = RowEncoding.elementPrefix(of: rows)
+                try rows.forEachRow(rows.selectAll, db) { raw, count in
+                    adding.change(raw, count, of: rows, prefix: prefix, sign: 1)
+                    removing.change(raw, count, of: rows, prefix: prefix, sign: -1)
+                }
+            }
+            return (adding.finish(), removing.finish())
+        }
+        #expect(SHA256.hash(data: added.bytes).hexString == SHA256.hash(data: whole).hexString)
+        #expect(removed == RowSetHash())
     }
 }
