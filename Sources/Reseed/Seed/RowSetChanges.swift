@@ -76,7 +76,7 @@ final class RowSetChanges {
         }
         started += 1
         let helpers = helpers
-        startDetachedThread("reseed-moved-rows") {
+        startDetachedThread("reseed-row-set") {
             var sum = RowSetHash()
             batch.expand(into: &sum)
             helpers.state.withLock { state in
