@@ -29,10 +29,13 @@ extension Installation {
             let (scale, fingerprint) = try copyInstalledStore(into: temporary, progress: progress)
             let incremental = try incrementalCheck(storeFingerprint: fingerprint)
             // A delta made from a metadata-only entry, on a store still as installed: checked against the signed values.
-            let applied = if let checked = try applyMetadataOnly(to: path, incremental: incremental) { checked } else { try SeedDelta.apply(
+            let metadataOnly = try applyMetadataOnly(to: path, incremental: incremental)
+            // Any other's embedded name and version are checked, and a write taken, through the apply's own connection.
+            let applied: SeedDelta.Applied = if let metadataOnly { metadataOnly } else { try SeedDelta.apply(
                 deltaPath: deltaPath, to: path, expectedContentHash: expected, incremental: incremental, discardedOnFailure: true,
                 rowsApplied: scale.map { scale in { scale.report(.apply, $0, of: $1) } },
-                rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } }) }
+                rowsHashed: scale.map { scale in { scale.report(.hash, $0, of: $1) } },
+                checkingResult: { db throws(ReseedError) in try verifyEmbeddedMetadata(in: db) }) }
             scale?.report(.hash, 1, of: 1)
             if applied.incrementalContentHash != nil {
                 logger.info("checked the delta's result from the rows it changed", metadata: ["store": "\(storePath)"])
@@ -53,7 +56,7 @@ extension Installation {
             }
             // Its page size is the installed seed's: a layout, which the content hash leaves out.
             try verifyHeaderValues(header, of: "the delta's result")
-            try verifyEmbeddedMetadata(temporary)
+            if metadataOnly != nil { try verifyEmbeddedMetadata(temporary) }
         } catch {
             for name in [temporary] + StoreLayout.sidecars(of: temporary) { _ = try? directory.remove(name) }
             throw error
@@ -77,8 +80,10 @@ extension Installation {
         return (installed, expected)
     }
 
-    /// Copies the installed store into a new file `name`, then gives the copy a rollback journal, as
-    /// every seed has. The store is opened read-only and only ever read.
+    /// Copies the installed store into a new file `name`, with its `-wal` beside it when it has one:
+    /// the apply replays that `-wal` and gives the copy a rollback journal, as every seed has (see
+    /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``).
+    /// The store is opened read-only and only ever read.
     ///
     /// The copy is the fastest the OS offers (``FileCopier``: a clone where the filesystem shares
     /// blocks, else `copy_file_range(2)`, else a 1 MiB loop), never SQLite's page-by-page backup, made
@@ -90,7 +95,7 @@ extension Installation {
     ///   opened it leaves frames in the `-wal`, its first write at least): the file alone may lack
     ///   frames not yet copied back, and a checkpoint may copy some back while we read it. So the
     ///   `-wal` is copied too, beside the copy, after the file; SQLite's recovery then replays it
-    ///   when the copy is opened, as after a crash during a checkpoint. That is consistent because
+    ///   when the apply opens the copy, as after a crash during a checkpoint. That is consistent because
     ///   our transaction pins what the replay needs: a checkpoint copies back only frames up to the
     ///   oldest reader's snapshot, so every page of the file that can change while we read is in a
     ///   frame of our snapshot, replayed over it; and while we hold that snapshot the `-wal` is not
@@ -128,47 +133,33 @@ extension Installation {
         progress?.report(.copy, 0, of: 1)
         let path = directory.path(name)
         let (methods, fingerprint) = try during(.applyDelta, path: path) { () throws -> ([FileCopier.Method], String?) in
-            var readOnly = GRDB.Configuration()
-            readOnly.readonly = true
-            let source = try DatabaseQueue(path: storePath, configuration: readOnly)
-            defer { try? source.close() }
-            return try source.read { db -> ([FileCopier.Method], String?) in
-                // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
-                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_schema")
-                let wal = try String.fetchOne(db, sql: "PRAGMA journal_mode")?.lowercased() == "wal"
-                // Measured once the snapshot is taken: a commit before it (into the -wal, or checkpointed
-                // into the file) changes one of them; one after it is not in what is copied.
-                let walStatus = try directory.status(StoreLayout.wal(of: storeName))
-                let fingerprint = try directory.status(storeName).map { StoreWAL.fingerprint(store: $0, wal: walStatus) }
-                let walSize = wal ? walStatus?.size ?? 0 : 0
-                guard walSize <= largest else {
-                    throw ReseedError(.deltaMismatch, step: .applyDelta, path: directory.path(StoreLayout.wal(of: storeName)), message:
-                        "the store's -wal is \(walSize) bytes: the app has written to the store; no delta starts from it")
-                }
-                var methods = [try copyFile(storeName, into: name, limit: largest + 1, whole: true, progress: progress)]
-                if walSize > 0 {
-                    methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil))
-                }
-                // Measured again after the copy: a commit meanwhile (one that restarted the -wal while our
-                // snapshot held WAL read lock 0 can leave the copy at that later commit) means the
-                // fingerprint no longer vouches for what was copied, and the result is hashed whole.
-                let walAfter = try directory.status(StoreLayout.wal(of: storeName))
-                let after = try directory.status(storeName).map { StoreWAL.fingerprint(store: $0, wal: walAfter) }
-                return (methods, after == fingerprint ? fingerprint : nil)
+            // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
+            let reading = try StoreReadTransaction(path: storePath)
+            // Measured once the snapshot is taken: a commit before it (into the -wal, or checkpointed
+            // into the file) changes one of them; one after it is not in what is copied.
+            let walStatus = try directory.status(StoreLayout.wal(of: storeName))
+            let fingerprint = try directory.status(storeName).map { StoreWAL.fingerprint(store: $0, wal: walStatus) }
+            // A -wal SQLite reads with the file (it recovers one it finds, whatever the header says) goes with it.
+            let walSize = walStatus?.size ?? 0
+            guard walSize <= largest else {
+                throw ReseedError(.deltaMismatch, step: .applyDelta, path: directory.path(StoreLayout.wal(of: storeName)), message:
+                    "the store's -wal is \(walSize) bytes: the app has written to the store; no delta starts from it")
             }
+            var methods = [try copyFile(storeName, into: name, limit: largest + 1, whole: true, progress: progress)]
+            if walSize > 0 {
+                methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil))
+            }
+            // Measured again after the copy: a commit meanwhile (one that restarted the -wal while our
+            // snapshot held WAL read lock 0 can leave the copy at that later commit) means the
+            // fingerprint no longer vouches for what was copied, and the result is hashed whole.
+            let walAfter = try directory.status(StoreLayout.wal(of: storeName))
+            let after = try directory.status(storeName).map { StoreWAL.fingerprint(store: $0, wal: walAfter) }
+            _ = consume reading
+            return (methods, after == fingerprint ? fingerprint : nil)
         }
         logger.debug("copied the installed seed for the delta", metadata: [
             "method": "\(methods[0].rawValue)", "bytes": "\(size)", "wal": "\(methods.count > 1 ? "copied" : "none")",
         ])
-        try during(.applyDelta, path: path) {
-            // No fsync: a crash discards the copy; it is synced once, checked, before the swap (``ready(copy:)``).
-            var unsynced = GRDB.Configuration()
-            unsynced.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
-            let copy = try DatabaseQueue(path: path, configuration: unsynced)
-            defer { try? copy.close() }
-            // Replays a copied -wal into the copy, and removes it.
-            try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
-        }
         return (progress, fingerprint)
     }
 

@@ -137,7 +137,7 @@ extension SeedDelta {
             let total = Int64(header.tables.reduce(0) { $0 + $1.deleted + $1.updated + $1.inserted + ($1.moved ?? 0) })
             var applied: Int64 = 0
             progress?(0, total)
-            let schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
+            var schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
             if rowSet != nil {
                 // The row set loses every row of a table the delta drops (or replaces), read before it goes.
                 let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
@@ -280,8 +280,9 @@ extension SeedDelta {
         ) throws {
             let source = "\(Self.delta).\(Names.table(table.index, list).quotedIdentifier)"
             let sql = rows.select(where: Self.listed(shape, in: source))
+            let prefix = RowEncoding.elementPrefix(of: rows)
             let count = try rows.forEachRow(sql, db) { statement, columns in
-                if adding { try rowSet?.add(statement, columns, of: rows) } else { try rowSet?.remove(statement, columns, of: rows) }
+                rowSet?.change(statement, columns, of: rows, prefix: prefix, sign: adding ? 1 : -1)
             }
             guard count == Int64(table.count(list)) else {
                 throw mismatch(list, table, "\(count) row(s) of the seed have the keys of the \(table.count(list)) the delta lists", nil)

@@ -165,10 +165,10 @@ extension SeedDelta.DeltaApplier {
             SELECT \(rows.selected.map { "t.\($0)" }.joined(separator: ", ")), m.target + (\(rowid) - m.source)
             FROM \(runs) AS m CROSS JOIN main.\(shape.name.quotedIdentifier) AS t ON \(rowid) BETWEEN m.source AND m.source + (m.count - 1)
             """
+        let prefix = RowEncoding.elementPrefix(of: rows)
         let count = try rows.forEachRow(sql, db) { statement, columns in
-            rowSet?.move(statement, columns, of: rows, to: sqlite3_column_int64(statement, columns))
+            rowSet?.move(statement, columns, of: rows, prefix: prefix, to: sqlite3_column_int64(statement, columns))
         }
-        rowSet?.flushMoves()
         guard count == Int64(table.count(.moved)) else {
             throw mismatch(.moved, table, "\(count) row(s) of the seed have the rowids of the \(table.count(.moved)) the delta moves", nil)
         }

@@ -80,26 +80,35 @@ extension SeedDelta {
 
     /// Drops and creates the schema objects of a format-2 delta in `main`, inside the caller's
     /// transaction, each checked against `sqlite_schema` before and after: a drop removes exactly its
-    /// object (and what SQLite drops with it), a creation adds exactly the object it names.
+    /// object (and what SQLite drops with it), a creation adds exactly the object it names. Once the
+    /// last is made, the whole of `sqlite_schema` must be what it was with exactly those changes.
+    ///
+    /// Each change reads `sqlite_schema` without the SQL (a seed's schema can hold megabytes of
+    /// trigger text, and it changes by the dozen), and the SQL of the object it made; the SQL of
+    /// every other entry is compared once, at the end (``finish()``), with what it was at the start.
     struct SchemaApplier {
         var db: Database
         var changes: [SchemaChange]
         var deltaPath: String
         var targetPath: String
+        /// `sqlite_schema` as the changes should leave it: read at the first change, then changed as they are.
+        private var expected: [Entry: String?]?
+        /// `sqlite_schema` without the SQL as the last change left it, while changes follow one another.
+        private var current: Set<Entry>?
 
-        /// One row of `sqlite_schema`.
+        init(db: Database, changes: [SchemaChange], deltaPath: String, targetPath: String) {
+            self.db = db
+            self.changes = changes
+            self.deltaPath = deltaPath
+            self.targetPath = targetPath
+        }
+
+        /// One row of `sqlite_schema`, but for its SQL: whether it has some.
         private struct Entry: Hashable {
             var type: String
             var name: String
             var table: String
-            var sql: String?
-
-            /// Without the SQL, which equality still compares: a seed's schema can hold megabytes of
-            /// trigger text, and each change reads the whole schema twice.
-            func hash(into hasher: inout Hasher) {
-                hasher.combine(type)
-                hasher.combine(name)
-            }
+            var hasSQL: Bool
         }
 
         private func invalid(_ message: String) -> ReseedError {
@@ -111,27 +120,60 @@ extension SeedDelta {
         }
 
         /// Triggers, views and indexes, then tables: nothing dropped is still needed by what is dropped after it.
-        func drop() throws {
+        mutating func drop() throws {
+            current = nil
             for kind in [SchemaChange.Kind.trigger, .view, .index, .table] {
                 for change in changes where change.action == .drop && change.kind == kind { try drop(change) }
             }
         }
 
         /// Tables, then indexes, views and triggers: each finds the tables it names.
-        func createTables() throws {
+        mutating func createTables() throws {
+            current = nil
             for change in changes where change.action == .create && change.kind == .table { try create(change) }
         }
 
-        func createOthers() throws {
+        /// The other creations, then the check of the whole schema (``finish()``).
+        mutating func createOthers() throws {
+            current = nil
             for kind in [SchemaChange.Kind.index, .view, .trigger] {
                 for change in changes where change.action == .create && change.kind == kind { try create(change) }
             }
+            try finish()
         }
 
-        private func entries() throws -> Set<Entry> {
-            Set(try Row.fetchAll(db, sql: "SELECT type, name, tbl_name, sql FROM main.sqlite_schema").map {
-                Entry(type: $0["type"] ?? "", name: $0["name"] ?? "", table: $0["tbl_name"] ?? "", sql: $0["sql"])
-            })
+        /// Checks that `sqlite_schema`, SQL included, is what it was with exactly the changes made.
+        private func finish() throws {
+            guard let expected else { return }
+            guard try entries(withSQL: true) == expected else {
+                throw invalid("the delta's schema changes changed other schema objects")
+            }
+        }
+
+        /// `sqlite_schema` without the SQL before a change: as the last change of the same phase left it, or read now.
+        private func entriesBefore() throws -> Set<Entry> {
+            if let current { return current }
+            return Set(try entries(withSQL: false).keys)
+        }
+
+        private func entries(withSQL: Bool) throws -> [Entry: String?] {
+            var entries: [Entry: String?] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT type, name, tbl_name, sql IS NOT NULL\(withSQL ? ", sql" : "") FROM main.sqlite_schema")
+            while let row = try rows.next() {
+                let entry = Entry(type: row[0] ?? "", name: row[1] ?? "", table: row[2] ?? "", hasSQL: row[3] ?? false)
+                if entries[entry] == nil { entries[entry] = .some(withSQL ? row[4] : nil) }
+            }
+            return entries
+        }
+
+        /// The SQL of `entry`, as `sqlite_schema` holds it now.
+        private func sql(of entry: Entry) throws -> String? {
+            try String.fetchOne(db, sql: "SELECT sql FROM main.sqlite_schema WHERE type = ? AND name = ?", arguments: [entry.type, entry.name])
+        }
+
+        /// The state the changes start from, SQL included, read at the first of them.
+        private mutating func startIfNeeded() throws {
+            if expected == nil { expected = try entries(withSQL: true) }
         }
 
         /// Whether `entry` is a shadow table of the virtual table `name` in `main`.
@@ -142,36 +184,44 @@ extension SeedDelta {
             return type == "shadow" || type == nil
         }
 
-        private func drop(_ change: SchemaChange) throws {
-            let before = try entries()
+        private mutating func drop(_ change: SchemaChange) throws {
+            try startIfNeeded()
+            let before = try entriesBefore()
             // The name SQL gets is the target's own, quoted; the delta only says which one.
             guard let own = before.first(where: { $0.type == change.kind.rawValue && $0.name == change.name }) else {
                 throw mismatch("it drops \(change.kind.rawValue) \(change.name), which the seed does not have")
             }
             try db.execute(sql: "DROP \(change.kind.rawValue.uppercased()) main.\(own.name.quotedIdentifier)")
             db.clearSchemaCache()
-            let after = try entries()
+            current = nil
+            let after = Set(try entries(withSQL: false).keys)
             guard after.isSubset(of: before), !after.contains(own) else {
                 throw invalid("dropping \(change.kind.rawValue) \(change.name) changed other schema objects")
             }
-            for gone in before.subtracting(after) where gone != own {
-                // What SQLite drops with a table: its indexes, triggers and a virtual table's shadow tables.
-                let dependent = change.kind == .table && gone.type != "table" && gone.table.lowercased() == own.name.lowercased()
-                let shadow = try change.kind == .table && isShadow(gone, of: own.name)
-                guard dependent || shadow else {
-                    throw invalid("dropping \(change.kind.rawValue) \(change.name) also dropped \(gone.type) \(gone.name)")
+            for gone in before.subtracting(after) {
+                if gone != own {
+                    // What SQLite drops with a table: its indexes, triggers and a virtual table's shadow tables.
+                    let dependent = change.kind == .table && gone.type != "table" && gone.table.lowercased() == own.name.lowercased()
+                    let shadow = try change.kind == .table && isShadow(gone, of: own.name)
+                    guard dependent || shadow else {
+                        throw invalid("dropping \(change.kind.rawValue) \(change.name) also dropped \(gone.type) \(gone.name)")
+                    }
                 }
+                expected?[gone] = nil
             }
+            current = after
         }
 
-        private func create(_ change: SchemaChange) throws {
+        private mutating func create(_ change: SchemaChange) throws {
             guard let sql = change.sql else { throw invalid("the creation of \(change.name) carries no SQL") }
             let module: String?
             switch CreateStatement.check(sql, kind: change.kind, name: change.name) {
             case .failure(let failure): throw invalid("the creation of \(change.kind.rawValue) \(change.name) is refused: \(failure.reason)")
             case .success(let found): module = found
             }
-            let before = try entries()
+            try startIfNeeded()
+            let before = try entriesBefore()
+            current = nil
             do {
                 // One statement: GRDB refuses a string with a second one.
                 let statement = try db.makeStatement(sql: sql)
@@ -183,22 +233,26 @@ extension SeedDelta {
                 throw invalid("SQLite refused the creation of \(change.kind.rawValue) \(change.name): \(error.message ?? "\(error.resultCode)")")
             }
             db.clearSchemaCache()
-            let after = try entries()
+            let after = Set(try entries(withSQL: false).keys)
             let type = change.kind.rawValue
-            let expected = Entry(type: type, name: change.name, table: change.table, sql: sql)
-            guard before.isSubset(of: after), after.contains(expected) else {
+            let made = Entry(type: type, name: change.name, table: change.table, hasSQL: true)
+            guard before.isSubset(of: after), after.contains(made), try self.sql(of: made) == sql else {
                 throw invalid("the statement for \(type) \(change.name) did not create exactly it")
             }
-            for added in after.subtracting(before) where added != expected {
+            expected?[made] = .some(sql)
+            for added in after.subtracting(before) where added != made {
                 // What SQLite creates with a table: its automatic indexes, sqlite_sequence, a virtual table's shadow tables.
-                let automatic = change.kind == .table && added.type == "index" && added.sql == nil
+                let automatic = change.kind == .table && added.type == "index" && !added.hasSQL
                     && added.name.hasPrefix("sqlite_autoindex_") && added.table == change.name
                 let sequence = change.kind == .table && added.name == "sqlite_sequence"
                 let shadow = try module != nil && isShadow(added, of: change.name)
                 guard automatic || sequence || shadow else {
                     throw invalid("the statement for \(type) \(change.name) also created \(added.type) \(added.name)")
                 }
+                let addedSQL = try self.sql(of: added)
+                expected?[added] = .some(addedSQL)
             }
+            current = after
         }
     }
 }

@@ -134,8 +134,9 @@ package enum SeedDelta {
     /// since (see <doc:ContentHash>). Otherwise the whole result is hashed, as without it.
     ///
     /// `targetPath` must be a private copy (a temp file nobody else opens) in rollback-journal
-    /// mode; its commit is not synced (`synchronous = OFF`): what makes it durable is the install
-    /// that syncs it afterwards. With `discardedOnFailure` the caller deletes the target whenever
+    /// mode, or in WAL mode with its `-wal` beside it, which the apply checkpoints into it and
+    /// removes, leaving it in rollback-journal mode; its commit is not synced (`synchronous = OFF`):
+    /// what makes it durable is the install that syncs it afterwards. With `discardedOnFailure` the caller deletes the target whenever
     /// this throws, so no rollback journal is written (`journal_mode = OFF`): the apply writes each
     /// page it changes once, not twice, and a failed apply leaves the target undefined, not as it
     /// was. The page cache holds up to 32 MiB, so that no changed page is written twice.
@@ -145,6 +146,9 @@ package enum SeedDelta {
     /// All SQL is made from the target's own schema, but for a format-2 delta's `CREATE` statements,
     /// each checked to create exactly the object it names (see <doc:RowLevelDeltas>); the delta's
     /// tables must have the columns the format expects for each table and as many rows as its header says.
+    ///
+    /// `checkingResult`, when given, runs on the same connection once the result is committed: the
+    /// caller's checks of the result, spared opening it again (which reads its whole schema).
     ///
     /// `rowsApplied` hears of the apply as (rows applied, rows the header lists), `rowsHashed` of the
     /// content hash as (rows hashed, rows of the result): each call at most every few thousand
@@ -161,16 +165,21 @@ package enum SeedDelta {
     ///   ``ReseedError/Code/database`` when SQLite fails.
     package static func apply(
         deltaPath: String, to targetPath: String, expectedContentHash: String, incremental: (installed: String, expected: String)? = nil,
-        discardedOnFailure: Bool = false, rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil
+        discardedOnFailure: Bool = false, rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil,
+        checkingResult: ((Database) throws(ReseedError) -> Void)? = nil
     ) throws(ReseedError) -> Applied {
         let configuration = Configuration.settingRows(label: "reseed.applyDelta", path: targetPath, for: "the delta")
         let queue = try during(.applyDelta, path: targetPath) { try DatabaseQueue(path: targetPath, configuration: configuration) }
         defer { try? queue.close() }
         return try during(.applyDelta, path: targetPath) {
             try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA main.journal_mode = \(discardedOnFailure ? "OFF" : "DELETE")")
-                // No fsync: the target is a private copy; the install that takes it syncs it.
+                // No fsync: the target is a private copy; the install that takes it syncs it. First: leaving
+                // WAL mode checkpoints a copy's -wal into it.
                 try db.execute(sql: "PRAGMA main.synchronous = OFF")
+                let journal = discardedOnFailure ? "off" : "delete"
+                guard try String.fetchOne(db, sql: "PRAGMA main.journal_mode = \(journal)")?.lowercased() == journal else {
+                    throw ReseedError(.database, step: .applyDelta, path: targetPath, message: "SQLite did not set the copy's journal mode to \(journal)")
+                }
                 // Room for the pages a delta changes (32 MiB at most), so that none is written twice
                 // because the default 2 MiB cache spilled it before the commit.
                 try db.execute(sql: "PRAGMA main.cache_size = -32768")
@@ -196,7 +205,7 @@ package enum SeedDelta {
                         rowSet = RowSetAccumulator(hash: start)
                     }
                     try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath, progress: rowsApplied).run(rowSet: &rowSet)
-                    if let incremental, let tracked = rowSet?.hash {
+                    if let incremental, let tracked = rowSet?.finish() {
                         let digest = try IncrementalContentHash.digest(db, rowSet: tracked)
                         guard digest == incremental.expected else {
                             throw ReseedError(.verificationFailed, step: .applyDelta, path: targetPath, message:
@@ -213,6 +222,7 @@ package enum SeedDelta {
                     }
                     return .commit
                 }
+                try checkingResult?(db)
                 return Applied(header: header, contentHash: reached, incrementalContentHash: reachedIncremental)
             }
         }

@@ -115,12 +115,33 @@ extension Installation {
         } catch {
             throw verificationFailure("seed cannot be read as a database", causedBy: error)
         }
+        try verify(metadata)
+        try verifyWritable(temporary)
+    }
+
+    /// ``verifyEmbeddedMetadata(_:)`` through `db`, a connection to the copy that is open already
+    /// (a delta's apply, once committed), outside any transaction: the same reads and the same write.
+    func verifyEmbeddedMetadata(in db: Database) throws(ReseedError) {
+        let metadata: SeedMetadata?
+        do {
+            metadata = try SeedMetadata.read(db)
+        } catch {
+            throw verificationFailure("seed cannot be read as a database", causedBy: error)
+        }
+        try verify(metadata)
+        do {
+            try Self.probeWrite(db)
+        } catch {
+            throw verificationFailure("seed cannot be written as a database", causedBy: error)
+        }
+    }
+
+    private func verify(_ metadata: SeedMetadata?) throws(ReseedError) {
         guard let metadata else { throw verificationFailure("seed has no \(SeedMetadata.tableName) table") }
         guard metadata.name == manifest.name, metadata.version == manifest.version else {
             throw verificationFailure(
                 "seed says it is '\(metadata.name)' \(metadata.version), the manifest says '\(manifest.name)' \(manifest.version)")
         }
-        try verifyWritable(temporary)
     }
 
     /// A write rolled back on the copy, which leaves its bytes as they are.
@@ -135,15 +156,18 @@ extension Installation {
             configuration.label = "reseed.verify"
             let queue = try DatabaseQueue(path: directory.path(temporary), configuration: configuration)
             defer { try? queue.close() }
-            try queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA journal_mode = MEMORY")
-                try db.inTransaction(.immediate) {
-                    try db.execute(sql: "CREATE TABLE reseed_write_probe (id INTEGER PRIMARY KEY)")
-                    return .rollback
-                }
-            }
+            try queue.writeWithoutTransaction { db in try Self.probeWrite(db) }
         } catch {
             throw verificationFailure("seed cannot be written as a database", causedBy: error)
+        }
+    }
+
+    /// The write of ``verifyWritable(_:)``, rolled back, through `db`.
+    private static func probeWrite(_ db: Database) throws {
+        try db.execute(sql: "PRAGMA main.journal_mode = MEMORY")
+        try db.inTransaction(.immediate) {
+            try db.execute(sql: "CREATE TABLE main.reseed_write_probe (id INTEGER PRIMARY KEY)")
+            return .rollback
         }
     }
 

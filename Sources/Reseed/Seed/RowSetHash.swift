@@ -80,11 +80,11 @@ struct RowSetHash: Equatable, Sendable {
 /// SHA-256 of the canonical encoding of its table's name, whether the rowid is hashed, the column
 /// count, a row mark, then the rowid when hashed and the row's values (see <doc:ContentHash>).
 struct RowSetAccumulator {
-    var hash = RowSetHash()
+    /// The hash of the rows added and removed, but for the changes left to other threads until ``finish()``.
+    private(set) var hash = RowSetHash()
     private var element = RowElement()
-    /// The element digests of moved rows at their old and new rowids, not yet expanded.
-    private var movedFrom: [UInt8] = []
-    private var movedTo: [UInt8] = []
+    /// The changes ``change(_:_:of:prefix:sign:)`` and ``move(_:_:of:prefix:to:)`` noted since the last ``finish()``.
+    private var changes: RowSetChanges?
 
     init(hash: RowSetHash = RowSetHash()) {
         self.hash = hash
@@ -102,28 +102,35 @@ struct RowSetAccumulator {
         try hash.combine(element.digest(statement, count, of: rows), sign: -1)
     }
 
+    /// Adds (`sign` 1) or removes (-1) the current row of `statement`, as ``add(_:_:of:)`` does, its
+    /// digest and expansion computed on another thread (``RowSetChanges``) while the delta goes on:
+    /// ``finish()`` adds them to ``hash``. `prefix` is the table's element prefix (``RowEncoding/elementPrefix(of:)``).
+    mutating func change(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, prefix: [UInt8], sign: Int) {
+        pendingChanges().change(statement, count, of: rows, prefix: prefix, sign: sign)
+    }
+
     /// Removes the current row of `statement` of a table whose rowid is hashed (its first column)
     /// and adds it again at `rowid`, where the move puts it: a move keeps the row's values, so one
-    /// read gives both elements.
-    ///
-    /// The digests wait in batches of ``movedBatch`` rows: the expansion of many rows in one call
-    /// writes the lanes back once, not once a row. ``flushMoves()`` expands what waits.
-    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, to rowid: Int64) {
-        element.digest(statement, count, of: rows).withUnsafeBytes { movedFrom.append(contentsOf: $0) }
-        element.digest(statement, count, of: rows, rowid: rowid).withUnsafeBytes { movedTo.append(contentsOf: $0) }
-        if movedTo.count >= Self.movedBatch * SHA256.byteCount { flushMoves() }
+    /// read gives both elements. Computed on another thread, as ``change(_:_:of:prefix:sign:)`` is.
+    mutating func move(_ statement: OpaquePointer, _ count: Int32, of rows: TableRows, prefix: [UInt8], to rowid: Int64) {
+        pendingChanges().move(statement, count, of: rows, prefix: prefix, to: rowid)
     }
 
-    /// Expands the digests ``move(_:_:of:to:)`` left waiting.
-    mutating func flushMoves() {
-        movedFrom.withUnsafeBytes { hash.combine(digests: $0, sign: -1) }
-        movedTo.withUnsafeBytes { hash.combine(digests: $0, sign: 1) }
-        movedFrom.removeAll(keepingCapacity: true)
-        movedTo.removeAll(keepingCapacity: true)
+    private mutating func pendingChanges() -> RowSetChanges {
+        if let changes { return changes }
+        let changes = RowSetChanges()
+        self.changes = changes
+        return changes
     }
 
-    /// The rows whose digests ``move(_:_:of:to:)`` keeps before expanding them (64 KiB of digests).
-    static let movedBatch = 1024
+    /// ``hash`` with every change noted in it, waiting for the threads that compute them.
+    mutating func finish() -> RowSetHash {
+        if let changes {
+            hash.add(changes.finish())
+            self.changes = nil
+        }
+        return hash
+    }
 }
 
 /// The digest of one row's element: the SHA-256 of its canonical encoding (see ``RowSetAccumulator``).

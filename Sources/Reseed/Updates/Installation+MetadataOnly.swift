@@ -9,7 +9,7 @@ extension Installation {
     /// `incremental` (the store file changed since its install, or no incremental content hash is
     /// recorded), and then the made delta is applied and its result hashed whole, as any delta's.
     ///
-    /// It is as strict as the incremental check of a delta file (``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:)``):
+    /// It is as strict as the incremental check of a delta file (``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``):
     ///
     /// - The rows the change does not touch are vouched for by the store's fingerprint, as there:
     ///   `incremental` is given only while the store file and its `-wal` have the fingerprint recorded
@@ -72,6 +72,8 @@ struct MetadataOnlyChange {
         try during(.applyDelta, path: path) {
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA main.synchronous = OFF")
+                // A copy with its -wal beside it (see Installation.applyDelta): checkpointed into it, as a seed has a rollback journal.
+                try db.execute(sql: "PRAGMA main.journal_mode = DELETE")
                 try db.inTransaction(.immediate) {
                     try check(db)
                     return .commit

@@ -174,18 +174,26 @@ func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, 
         #expect(!paths.contains { $0.hasSuffix(".delta.gz") }, "\(paths)")
     }
 
-    /// A manifest whose `user_version` is not its seed's (a publisher's mistake, signed): the
-    /// delta's result is refused as the full seed is, and the store stays as it was.
-    @Test func aDeltaResultWhoseUserVersionIsNotTheManifestsIsRefused() async throws {
+    /// A manifest whose `user_version`, or version, is not its seed's (a publisher's mistake, signed):
+    /// the delta's result, whose content hash is the signed one, is refused as the full seed is
+    /// (the embedded version by the check made through the apply's own connection), and the store
+    /// stays as it was.
+    @Test(arguments: ["userVersion", "version"])
+    func aDeltaResultWhoseValuesAreNotTheManifestsIsRefused(forging member: String) async throws {
         let sandbox = try ChannelSandbox.inMemory()
         let (bundled, offered, published) = try installedAndPublished(sandbox)
         #expect(published.manifest.deltas.count == 1)
+        let name = offered.manifest.name
+        let (signed, forged, refusal) = member == "version"
+            ? (#""version": "1.1.0""#, #""version": "1.1.1""#, "says it is '\(name)' 1.1.0, the manifest says '\(name)' 1.1.1")
+            : ("\"userVersion\": \(offered.manifest.userVersion)", "\"userVersion\": 77", "user_version/application_id are \(offered.manifest.userVersion)/")
         try sandbox.resign { text in
-            text = text.replacingOccurrences(of: "\"userVersion\": \(offered.manifest.userVersion)", with: "\"userVersion\": 77")
+            #expect(text.contains(signed))
+            text = text.replacingOccurrences(of: signed, with: forged)
         }
         let error = await #expect(throws: ReseedError.self) { try await sandbox.updater(bundled).update() }
         #expect(error?.code == .verificationFailed, "\(String(describing: error))")
-        #expect(error?.message.contains("user_version/application_id are \(offered.manifest.userVersion)/") == true, "\(String(describing: error))")
+        #expect(error?.message.contains(refusal) == true, "\(String(describing: error))")
         #expect(try sandbox.storeContentHash() == bundled.manifest.contentHash)
         #expect(try sandbox.downloadFiles().isEmpty)
     }
