@@ -64,7 +64,7 @@ extension Installation {
     }
 
     /// The incremental content hashes a delta's result may be checked with (see
-    /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:rowsApplied:rowsHashed:)``): the
+    /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``): the
     /// one recorded for the installed seed and the manifest's. Nil, and the whole result is hashed,
     /// when either is missing, or the store file and its `-wal` no longer have the fingerprint
     /// recorded when it was installed: then something wrote to the store since (an app's row, in the
@@ -134,7 +134,8 @@ extension Installation {
         let path = directory.path(name)
         let (methods, fingerprint) = try during(.applyDelta, path: path) { () throws -> ([FileCopier.Method], String?) in
             // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
-            let reading = try StoreReadTransaction(path: storePath)
+            // Its failure names the installed store, not the copy.
+            let reading = try during(.applyDelta, path: storePath) { try StoreReadTransaction(path: storePath) }
             // Measured once the snapshot is taken: a commit before it (into the -wal, or checkpointed
             // into the file) changes one of them; one after it is not in what is copied.
             let walStatus = try directory.status(StoreLayout.wal(of: storeName))

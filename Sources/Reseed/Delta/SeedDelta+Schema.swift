@@ -145,8 +145,13 @@ extension SeedDelta {
         /// Checks that `sqlite_schema`, SQL included, is what it was with exactly the changes made.
         private func finish() throws {
             guard let expected else { return }
-            guard try entries(withSQL: true) == expected else {
-                throw invalid("the delta's schema changes changed other schema objects")
+            let found = try entries(withSQL: true)
+            guard found == expected else {
+                // Name the first object that differs, in a stable order.
+                let differing = Set(found.keys).union(expected.keys).filter { found[$0] != expected[$0] }
+                    .sorted { ($0.type, $0.name) < ($1.type, $1.name) }
+                let named = differing.first.map { " (\($0.type) \($0.name))" } ?? ""
+                throw invalid("the delta's schema changes changed other schema objects\(named)")
             }
         }
 

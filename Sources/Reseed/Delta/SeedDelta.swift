@@ -156,7 +156,8 @@ package enum SeedDelta {
     /// ``DeltaApplier/rowsPerStep`` rows, in the same transaction and the same order.
     ///
     /// - Returns: the header and the content hash reached (equal to `expectedContentHash`).
-    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/applyDelta``), the target left as it was:
+    /// - Throws: ``ReseedError`` (step ``ReseedError/Step/applyDelta``), the target left as it was
+    ///   (but for a failure of `checkingResult`, which runs after the commit: the caller discards the target):
     ///   ``ReseedError/Code/invalidDelta`` for a malformed delta or one of an unknown format;
     ///   ``ReseedError/Code/deltaMismatch`` when the delta does not fit the target (a table it
     ///   lacks, a row to delete or update that is missing, a row to insert that exists);

@@ -24,6 +24,8 @@ struct StoreReadTransaction: ~Copyable {
             sqlite3_close_v2(handle)
             throw DatabaseError(resultCode: ResultCode(rawValue: opened), message: message)
         }
+        // A writer's commit in a rollback journal, or a WAL's recovery, holds the read off for a moment.
+        sqlite3_busy_timeout(handle, 2_000)
         let read = sqlite3_exec(handle, "BEGIN DEFERRED; PRAGMA main.schema_version", nil, nil, nil)
         guard read == SQLITE_OK else {
             let message = String(cString: sqlite3_errmsg(handle))

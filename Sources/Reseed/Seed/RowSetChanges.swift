@@ -92,7 +92,11 @@ final class RowSetChanges {
         pending.expand(into: &expanded)
         pending.removeAll()
         waitForHelpers()
-        expanded.add(helpers.state.withLock { $0.sum })
+        // Taken once: a second finish adds nothing the helpers summed again.
+        expanded.add(helpers.state.withLock { state in
+            defer { state.sum = RowSetHash() }
+            return state.sum
+        })
         return expanded
     }
 
@@ -126,7 +130,7 @@ struct RowChangeBatch: Sendable {
     private var entries: [(end: Int, kind: Kind)] = []
 
     var isFull: Bool {
-        entries.count == RowSetChanges.batchSize || bytes.count >= RowSetChanges.batchBytes
+        entries.count >= RowSetChanges.batchSize || bytes.count >= RowSetChanges.batchBytes
     }
 
     mutating func removeAll() {
