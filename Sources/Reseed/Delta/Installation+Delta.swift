@@ -132,7 +132,7 @@ extension Installation {
         let progress = report.map { DeltaProgress(report: $0, storeSize: size) }
         progress?.report(.copy, 0, of: 1)
         let path = directory.path(name)
-        let (methods, fingerprint) = try during(.applyDelta, path: path) { () throws -> ([FileCopier.Method], String?) in
+        let (methods, fingerprint) = try during(.applyDelta, path: path) { () throws -> ([String], String?) in
             // Taking the read lock (SHARED, or a WAL snapshot) before anything is measured or copied.
             // Its failure names the installed store, not the copy.
             let reading = try during(.applyDelta, path: storePath) { try StoreReadTransaction(path: storePath) }
@@ -146,9 +146,18 @@ extension Installation {
                 throw ReseedError(.deltaMismatch, step: .applyDelta, path: directory.path(StoreLayout.wal(of: storeName)), message:
                     "the store's -wal is \(walSize) bytes: the app has written to the store; no delta starts from it")
             }
-            var methods = [try copyFile(storeName, into: name, limit: largest + 1, whole: true, progress: progress)]
-            if walSize > 0 {
-                methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil))
+            var methods: [String]
+            if OpenStores.isOpen(storePath) {
+                // This process has the store open: no descriptor of ours on it (see `StoreReadTransaction.backup`).
+                try directory.createExclusive(name).close()
+                do { try reading.backup(into: path) } catch { throw ReseedError.wrapping(error, step: .applyDelta, path: storePath) }
+                methods = ["sqlite backup"]
+                progress?.report(.copy, 1, of: 1)
+            } else {
+                methods = [try copyFile(storeName, into: name, limit: largest + 1, whole: true, progress: progress).rawValue]
+                if walSize > 0 {
+                    methods.append(try copyFile(StoreLayout.wal(of: storeName), into: StoreLayout.wal(of: name), limit: walSize, whole: false, progress: nil).rawValue)
+                }
             }
             // Measured again after the copy: a commit meanwhile (one that restarted the -wal while our
             // snapshot held WAL read lock 0 can leave the copy at that later commit) means the
@@ -159,7 +168,7 @@ extension Installation {
             return (methods, after == fingerprint ? fingerprint : nil)
         }
         logger.debug("copied the installed seed for the delta", metadata: [
-            "method": "\(methods[0].rawValue)", "bytes": "\(size)", "wal": "\(methods.count > 1 ? "copied" : "none")",
+            "method": "\(methods[0])", "bytes": "\(size)", "wal": "\(methods.count > 1 ? "copied" : "none")",
         ])
         return (progress, fingerprint)
     }

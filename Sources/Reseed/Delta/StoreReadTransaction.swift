@@ -35,6 +35,38 @@ struct StoreReadTransaction: ~Copyable {
         connection = handle
     }
 
+    /// Copies the database as this transaction reads it into the new, empty file at `path`, page by
+    /// page through SQLite's backup API (not synced: the install that takes the copy syncs it).
+    ///
+    /// For a store this process has open (``OpenStores``): SQLite reads it through its own
+    /// descriptors, whose closing it defers while the process holds locks on the file, where a
+    /// descriptor of ours, once closed, would drop every lock the process holds on it, the app's
+    /// pool's included. The copy is the store with its `-wal` folded in: no `-wal` goes with it.
+    ///
+    /// - Throws: `DatabaseError` when SQLite cannot open the copy or copy a page.
+    func backup(into path: String) throws(DatabaseError) {
+        var handle: OpaquePointer?
+        let opened = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+        defer { sqlite3_close_v2(handle) }
+        guard opened == SQLITE_OK, let destination = handle else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: opened), message: handle.map { String(cString: sqlite3_errmsg($0)) })
+        }
+        // A private copy: no journal, no fsync.
+        let prepared = sqlite3_exec(destination, "PRAGMA main.journal_mode = OFF; PRAGMA main.synchronous = OFF", nil, nil, nil)
+        guard prepared == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: prepared), message: String(cString: sqlite3_errmsg(destination)))
+        }
+        guard let backup = sqlite3_backup_init(destination, "main", connection, "main") else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_errcode(destination)), message: String(cString: sqlite3_errmsg(destination)))
+        }
+        let stepped = sqlite3_backup_step(backup, -1)
+        let finished = sqlite3_backup_finish(backup)
+        guard stepped == SQLITE_DONE, finished == SQLITE_OK else {
+            let code = stepped == SQLITE_DONE ? finished : stepped
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(destination)))
+        }
+    }
+
     deinit {
         // Closing ends the read transaction.
         sqlite3_close_v2(connection)

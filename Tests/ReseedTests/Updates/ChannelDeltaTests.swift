@@ -275,6 +275,49 @@ func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, 
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 
+    /// Whether this process holds a POSIX lock on the file `inode` (`/proc/locks`).
+    static func holdsLock(onInode inode: UInt64) -> Bool {
+        let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
+        let pid = String(getpid())
+        return locks.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.contains("POSIX") && fields.contains(Substring(pid)) && fields.contains { $0.hasSuffix(":\(inode)") }
+        }
+    }
+
+    /// The app's open store keeps its SQLite locks while a delta copies it: the copy never opens and
+    /// closes a descriptor of the store file of its own (a close drops every lock the process holds
+    /// on the file, the app's pool's included, and another process's last connection could then
+    /// checkpoint and delete the -wal under the app).
+    ///
+    /// Opt-in (`RESEED_LOCK_TESTS=1 swift test --filter anOpenLiveStoreKeepsItsLocks`): alone it
+    /// passes every time (and fails on a copy through a descriptor of ours: the lock gone from the
+    /// first event after the copy), but among the whole suite's parallel tests the pool's lock was
+    /// seen missing even before the update, for a reason not found yet.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["RESEED_LOCK_TESTS"] == "1"))
+    func anOpenLiveStoreKeepsItsLocksWhileADeltaCopiesIt() async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let bundled = try sandbox.release("1.0.0", generation: 0)
+        let store = try await LiveStore(launcher: sandbox.launcher(bundled))
+        try sandbox.publish(bundled, compressed: true)
+        try sandbox.publish(try sandbox.release("1.1.0", generation: 1), compressed: true)
+        #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3000)
+        let inode = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.systemFileNumber] as? UInt64)
+        try #require(Self.holdsLock(onInode: inode), "the open store holds no POSIX lock to keep")
+
+        let seen = Mutex<[Bool]>([])
+        var configuration = sandbox.configuration()
+        configuration.progress = { progress in
+            guard progress.step == .install else { return }
+            seen.withLock { $0.append(Self.holdsLock(onInode: inode)) }
+        }
+        let outcome = try await ChannelUpdater(channel: sandbox.server.url, publicKey: sandbox.key.publicKey, store: store,
+                                               configuration: configuration).update()
+        #expect(outcome.method == .delta)
+        let held = seen.withLock { $0 }
+        #expect(held.count > 2 && held.dropLast().allSatisfy { $0 }, "the store's lock while the delta was copied and applied: \(held)")
+    }
+
     @Test func anOpenLiveStoreIsUpdatedByADeltaWhileTheAppReadsIt() async throws {
         let sandbox = try ChannelSandbox.inMemory()
         let bundled = try sandbox.release("1.0.0", generation: 0)
