@@ -275,6 +275,15 @@ func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, 
         #expect(try sandbox.downloadFiles().isEmpty)
     }
 
+    /// This process's descriptors open on `path` or its sidecars (`/proc/self/fd`).
+    static func descriptorsNaming(_ path: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { name in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)"), target.hasPrefix(path) else { return nil }
+            return "\(name) -> \(target)"
+        }
+    }
+
     /// Whether this process holds a POSIX lock on the file `inode` (`/proc/locks`).
     static func holdsLock(onInode inode: UInt64) -> Bool {
         let locks = (try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? ""
@@ -293,7 +302,8 @@ func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, 
     /// Opt-in (`RESEED_LOCK_TESTS=1 swift test --filter anOpenLiveStoreKeepsItsLocks`): alone it
     /// passes every time (and fails on a copy through a descriptor of ours: the lock gone from the
     /// first event after the copy), but among the whole suite's parallel tests the pool's lock was
-    /// seen missing even before the update, for a reason not found yet.
+    /// seen missing before the update and at its first event, then back (`[false, true, true, …]`):
+    /// the pool does not hold it at every instant there, for a reason not found yet.
     @Test(.enabled(if: ProcessInfo.processInfo.environment["RESEED_LOCK_TESTS"] == "1"))
     func anOpenLiveStoreKeepsItsLocksWhileADeltaCopiesIt() async throws {
         let sandbox = try ChannelSandbox.inMemory()
@@ -303,7 +313,7 @@ func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, 
         try sandbox.publish(try sandbox.release("1.1.0", generation: 1), compressed: true)
         #expect(try await store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM item") } == 3000)
         let inode = try #require(try FileManager.default.attributesOfItem(atPath: sandbox.storeURL.path)[.systemFileNumber] as? UInt64)
-        try #require(Self.holdsLock(onInode: inode), "the open store holds no POSIX lock to keep")
+        try #require(Self.holdsLock(onInode: inode), "the open store holds no POSIX lock to keep; descriptors on it: \(Self.descriptorsNaming(sandbox.storeURL.path))")
 
         let seen = Mutex<[Bool]>([])
         var configuration = sandbox.configuration()
