@@ -20,10 +20,8 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     package let limit: Int64
     /// The decompressed bytes handed out so far.
     package private(set) var produced: Int64 = 0
-    /// The largest first-block dictionary accepted (96 MiB): `xz -9`'s 64 MiB fits.
-    package static let memoryLimit: UInt64 = 96 << 20
-    /// The size of the pieces handed out.
-    static let outputSize = 256 << 10
+    /// The largest first-block dictionary accepted (``XzDecoding/memoryLimit``, 96 MiB).
+    package static let memoryLimit = XzDecoding.memoryLimit
 
     /// Whether any input arrived, and whether the stream's end did.
     private var started = false, ended = false
@@ -44,7 +42,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
             throw .library(code: -1, message: "the Compression framework cannot start an LZMA decoder")
         }
         self.stream = stream
-        output = .allocate(capacity: Self.outputSize)
+        output = .allocate(capacity: XzDecoding.pieceSize)
     }
 
     deinit {
@@ -59,7 +57,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     ///   After a failure the decoder is not to be used again.
     package mutating func feed(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
         guard let base = input.baseAddress, !input.isEmpty else { return }
-        guard !ended else { throw Self.trailing(input.count) }
+        guard !ended else { throw XzDecoding.trailing(input.count) }
         try header.take(input)
         started = true
         stream.pointee.src_ptr = base.assumingMemoryBound(to: UInt8.self)
@@ -71,14 +69,14 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     ///
     /// - Throws: ``CodecFailure/invalid(_:)`` for a truncated stream, or what `body` threw.
     package mutating func finish(_ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
-        if !started { throw .invalid("truncated: the stream is empty") }
+        if !started { throw XzDecoding.empty }
         if !ended {
             // No input left: a valid pointer to no bytes.
             stream.pointee.src_ptr = UnsafePointer(output)
             stream.pointee.src_size = 0
             try run(finalize: true, body)
         }
-        if !ended { throw .invalid("truncated: the stream ends before the end of the xz stream") }
+        if !ended { throw XzDecoding.truncated }
     }
 
     /// Runs the framework over the input it holds until it needs more, or the stream ends.
@@ -87,7 +85,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
         while true {
             // Room for at most one byte past the limit, to see that the stream goes on.
             let left = limit - produced
-            let room = left >= Int64(Self.outputSize) ? Self.outputSize : Int(left) + 1
+            let room = left >= Int64(XzDecoding.pieceSize) ? XzDecoding.pieceSize : Int(left) + 1
             stream.pointee.dst_ptr = output
             stream.pointee.dst_size = room
             let availableBefore = stream.pointee.src_size
@@ -103,7 +101,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
             }
             if status == COMPRESSION_STATUS_END {
                 ended = true
-                if stream.pointee.src_size > 0 { throw Self.trailing(stream.pointee.src_size) }
+                if stream.pointee.src_size > 0 { throw XzDecoding.trailing(stream.pointee.src_size) }
                 return
             }
             // All input taken and the output not full: the rest of the stream is in the next piece
@@ -115,10 +113,6 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
                 throw .invalid("the Compression framework takes no more of it: bytes follow the end of the xz stream, or data it cannot decode")
             }
         }
-    }
-
-    private static func trailing(_ count: Int) -> CodecFailure {
-        .invalid("\(count)+ bytes follow the end of the xz stream (concatenated streams and padding are not supported)")
     }
 }
 #endif

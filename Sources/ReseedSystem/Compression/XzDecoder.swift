@@ -27,11 +27,8 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     package let limit: Int64
     /// The decompressed bytes handed out so far.
     package private(set) var produced: Int64 = 0
-    /// The most memory the decoder may take (96 MiB): `xz -9`'s 64 MiB dictionary fits, a stream
-    /// that asks for more (up to 4 GiB, which the format allows) is refused.
-    package static let memoryLimit: UInt64 = 96 << 20
-    /// The size of the pieces handed out.
-    static let outputSize = 256 << 10
+    /// The most memory the decoder may take (``XzDecoding/memoryLimit``, 96 MiB).
+    package static let memoryLimit = XzDecoding.memoryLimit
 
     /// Whether any input arrived, and whether the stream's end did.
     private var started = false, ended = false
@@ -46,7 +43,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     package init(limit: Int64) throws(CodecFailure) {
         self.limit = max(0, limit)
         stream = try XzStream.decoding(memoryLimit: Self.memoryLimit)
-        output = .allocate(byteCount: Self.outputSize, alignment: 4096)
+        output = .allocate(byteCount: XzDecoding.pieceSize, alignment: 4096)
     }
 
     deinit {
@@ -59,7 +56,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     ///   After a failure the decoder is not to be used again.
     package mutating func feed(_ input: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
         guard !input.isEmpty else { return }
-        guard !ended else { throw Self.trailing(input.count) }
+        guard !ended else { throw XzDecoding.trailing(input.count) }
         try header.take(input)
         started = true
         let z = stream.pointer
@@ -95,7 +92,7 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
             }
             if code == LZMA_STREAM_END {
                 ended = true
-                if z.pointee.avail_in > 0 { throw Self.trailing(z.pointee.avail_in) }
+                if z.pointee.avail_in > 0 { throw XzDecoding.trailing(z.pointee.avail_in) }
                 return
             }
             // All input taken and the output not full: the rest of the stream is in the next piece.
@@ -109,12 +106,8 @@ package struct XzDecoder: StreamDecoder, ~Copyable {
     ///
     /// - Throws: ``CodecFailure/invalid(_:)`` for a truncated stream.
     package mutating func finish(_ body: (UnsafeRawBufferPointer) throws(CodecFailure) -> Void) throws(CodecFailure) {
-        if !started { throw .invalid("truncated: the stream is empty") }
-        if !ended { throw .invalid("truncated: the stream ends before the end of the xz stream") }
-    }
-
-    private static func trailing(_ count: Int) -> CodecFailure {
-        .invalid("\(count)+ bytes follow the end of the xz stream (concatenated streams and padding are not supported)")
+        if !started { throw XzDecoding.empty }
+        if !ended { throw XzDecoding.truncated }
     }
 }
 #endif

@@ -92,4 +92,22 @@ struct XzHeaderCheck {
         }
     }
 }
+
+/// What both xz decoders share (liblzma's on Linux, the Compression framework's on Apple
+/// platforms): their bounds, and the refusals they word alike.
+enum XzDecoding {
+    /// The most memory a decoder may take (96 MiB): `xz -9`'s 64 MiB dictionary fits, a stream
+    /// that asks for more (up to 4 GiB, which the format allows) is refused.
+    static let memoryLimit: UInt64 = 96 << 20
+    /// The size of the pieces a decoder hands out.
+    static let pieceSize = 256 << 10
+
+    static let empty = CodecFailure.invalid("truncated: the stream is empty")
+    static let truncated = CodecFailure.invalid("truncated: the stream ends before the end of the xz stream")
+
+    /// `count` or more bytes after the stream's end.
+    static func trailing(_ count: Int) -> CodecFailure {
+        .invalid("\(count)+ bytes follow the end of the xz stream (concatenated streams and padding are not supported)")
+    }
+}
 #endif
