@@ -284,20 +284,11 @@ func installedAndPublished(_ sandbox: ChannelSandbox) throws -> (bundled: Seed, 
         }
     }
 
-    /// The whole of `/proc/locks`. Not `String(contentsOfFile:)`: it reads a file whose size reads as
-    /// 0 up to its first 4,095 bytes, and with the suite's tests in parallel the list is longer.
+    /// The whole of `/proc/locks`, read to its end (`readToEnd`). Not `String(contentsOfFile:)`: it
+    /// reads a file whose size reads as 0 up to its first 4,095 bytes, and with the suite's tests in
+    /// parallel the list is longer.
     static func procLocks() -> String {
-        let file = open("/proc/locks", O_RDONLY | O_CLOEXEC)
-        guard file >= 0 else { return "" }
-        defer { close(file) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            bytes += buffer[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        FileHandle(forReadingAtPath: "/proc/locks").map { String(decoding: readToEnd($0), as: UTF8.self) } ?? ""
     }
 
     /// Whether this process holds a POSIX lock on the file `inode` (`/proc/locks`).
