@@ -49,8 +49,8 @@ extension TableComparison {
         let selected = columns.map(\.quotedIdentifier).joined(separator: ", ")
         for pair in changed.prefix(exampleLimit) {
             let (oldRowid, newRowid) = (old.rowids[pair.old], new.rowids[pair.new])
-            let before = try SeedDiff.Failure.attributing(to: oldPath) { try Self.storedValues(oldDB, "SELECT \(selected) FROM \(quoted) WHERE \(rowids.old) = ?", oldRowid) }
-            let after = try Self.storedValues(newDB, "SELECT \(selected) FROM \(quoted) WHERE \(rowids.new) = ?", newRowid)
+            let before = try SeedDiff.Failure.attributing(to: oldPath) { try Self.storedValues(oldDB, "SELECT \(selected) FROM \(quoted) WHERE \(rowids.old) = \(oldRowid)") }
+            let after = try Self.storedValues(newDB, "SELECT \(selected) FROM \(quoted) WHERE \(rowids.new) = \(newRowid)")
             guard let before, let after else { continue }
             let values = zip(columns, zip(before, after)).compactMap { column, pair in
                 order.compare(pair.0, pair.1) == 0 ? nil
@@ -64,11 +64,13 @@ extension TableComparison {
             changedExamples: changedExamples, rowsNotCompared: nil)
     }
 
-    /// The values of the one row `sql` selects for `rowid`, read as SQLite stores them; nil for none.
-    private static func storedValues(_ db: Database, _ sql: String, _ rowid: Int64) throws -> [StoredValue]? {
-        let statement = try db.makeStatement(sql: sql)
-        let cursor = try Row.fetchCursor(statement, arguments: [rowid])
-        // Read while the cursor stands on the row: releasing it resets the statement.
-        return try withExtendedLifetime(cursor) { try cursor.next() == nil ? nil : StoredValue.values(ofRowAt: statement.sqliteStatement) }
+    /// The values of the first row `sql` selects, read as SQLite stores them; nil for none.
+    private static func storedValues(_ db: Database, _ sql: String) throws -> [StoredValue]? {
+        var values: [StoredValue]?
+        try forEachRow(db, sql) { statement in
+            values = StoredValue.values(ofRowAt: statement)
+            return false
+        }
+        return values
     }
 }
