@@ -95,9 +95,11 @@ import Testing
         #expect((try? jsonObject(result.stdout))?["method"] as? String == "delta", "\(result.stdout)")
         #expect(result.stderr.contains("checked the delta's result from the rows it changed"), "\(result.stderr)")
         #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
-        #expect(try IncrementalContentHash.compute(path: sandbox.storeURL.path).hash == offered.manifest.incrementalContentHash)
+        // The channel's incremental content hash (the build leaves it to publish), recorded for the next delta.
+        let offeredIncremental = try IncrementalContentHash.compute(path: offered.fileURL.path).hash
+        #expect(try IncrementalContentHash.compute(path: sandbox.storeURL.path).hash == offeredIncremental)
         let preferences = try String(contentsOf: sandbox.preferencesURL, encoding: .utf8)
-        #expect(preferences.contains(#""incrementalContentHash": "\#(offered.manifest.incrementalContentHash ?? "")""#), "\(preferences)")
+        #expect(preferences.contains(#""incrementalContentHash": "\#(offeredIncremental)""#), "\(preferences)")
     }
 
     /// A single-file store whose `-wal` holds an app's committed row, not yet checkpointed (the

@@ -63,21 +63,24 @@ extension Installation {
         }
     }
 
-    /// The incremental content hashes a delta's result may be checked with (see
-    /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``): the
-    /// one recorded for the installed seed and the manifest's. Nil, and the whole result is hashed,
-    /// when either is missing, or the store file and its `-wal` no longer have the fingerprint
-    /// recorded when it was installed: then something wrote to the store since (an app's row, in the
-    /// `-wal` or checkpointed into the file; a connection that is not the launcher's, whose close
-    /// checkpoints the `-wal`), and only the whole content says what it holds. A single-file store
-    /// the app only reads through the launcher's pool keeps it (see ``StoreWAL``); a seed beside a
-    /// user store is attached read-only and keeps it.
-    private func incrementalCheck(storeFingerprint: String?) throws(ReseedError) -> (installed: String, expected: String)? {
+    /// What vouches for the installed seed's row set when a delta's result is checked from the rows
+    /// it changed (see
+    /// ``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``),
+    /// and the manifest's incremental content hash: the content hash of the seed installed when the
+    /// store's fingerprint was recorded, and the incremental content hash recorded then (a seed
+    /// built by `reseed package` records none: the delta carries its row set). Nil, and the whole
+    /// result is hashed, when the manifest has none, neither is recorded, or the store file and its
+    /// `-wal` no longer have that fingerprint: then something wrote to the store since (an app's
+    /// row, in the `-wal` or checkpointed into the file; a connection that is not the launcher's,
+    /// whose close checkpoints the `-wal`), or it is a file found in place, and only the whole
+    /// content says what it holds. A single-file store the app only reads through the launcher's
+    /// pool keeps it (see ``StoreWAL``); a seed beside a user store is attached read-only and keeps it.
+    private func incrementalCheck(storeFingerprint: String?) throws(ReseedError) -> (from: String?, installed: String?, expected: String)? {
         guard let expected = manifest.incrementalContentHash, let storeFingerprint else { return nil }
         let (contents, entries) = try preferences.readEntries()
         guard case .valid = contents, let entry = entries[manifest.name], entry.storeFingerprint == storeFingerprint,
-              let installed = entry.incrementalContentHash else { return nil }
-        return (installed, expected)
+              entry.fingerprintedContentHash != nil || entry.incrementalContentHash != nil else { return nil }
+        return (entry.fingerprintedContentHash, entry.incrementalContentHash, expected)
     }
 
     /// Copies the installed store into a new file `name`, with its `-wal` beside it when it has one:

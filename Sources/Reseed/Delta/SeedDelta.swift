@@ -124,14 +124,18 @@ package enum SeedDelta {
     /// Applies the delta at `deltaPath` to the seed at `targetPath` in one transaction, and commits
     /// only if the result's content hash is `expectedContentHash`.
     ///
-    /// With `incremental` (the ``IncrementalContentHash`` recorded for the target, and the one the
-    /// result must have) and a delta that carries the row set it starts from, the result is checked
-    /// without reading it whole: when the target's schema with the delta's starting row set gives
-    /// `incremental.installed`, each row the delta changes is removed from that row set before the
-    /// change and added after it, and the result's schema with the row set reached must give
-    /// `incremental.expected`. The rows the delta does not touch are taken to be the ones the
-    /// recorded hash covers: the caller passes `incremental` only for a target it knows unchanged
-    /// since (see <doc:ContentHash>). Otherwise the whole result is hashed, as without it.
+    /// With `incremental` and a delta that carries the row set it starts from, the result is checked
+    /// without reading it whole, when that row set is vouched for as the target's: by
+    /// `incremental.from`, the content hash the caller knows the target holds, which must be the
+    /// delta's starting content hash (the signed delta then carries that seed's row set: the
+    /// publisher computed it from the seed), and by `incremental.installed`, the
+    /// ``IncrementalContentHash`` recorded for the target, which the target's schema with the
+    /// delta's row set must give; each that is given must hold, and one must be given. Then each row
+    /// the delta changes is removed from that row set before the change and added after it, and the
+    /// result's schema with the row set reached must give `incremental.expected`. The rows the delta
+    /// does not touch are taken to be the ones the starting row set covers: the caller passes
+    /// `incremental` only for a target it knows unchanged since it held that seed (see
+    /// <doc:ContentHash>). Otherwise the whole result is hashed, as without it.
     ///
     /// `targetPath` must be a private copy (a temp file nobody else opens) in rollback-journal
     /// mode, or in WAL mode with its `-wal` beside it, which the apply checkpoints into it and
@@ -165,7 +169,7 @@ package enum SeedDelta {
     ///   `expectedContentHash` or the result hashes otherwise (the message names both hashes);
     ///   ``ReseedError/Code/database`` when SQLite fails.
     package static func apply(
-        deltaPath: String, to targetPath: String, expectedContentHash: String, incremental: (installed: String, expected: String)? = nil,
+        deltaPath: String, to targetPath: String, expectedContentHash: String, incremental: (from: String?, installed: String?, expected: String)? = nil,
         discardedOnFailure: Bool = false, rowsApplied: ((_ applied: Int64, _ total: Int64) -> Void)? = nil, rowsHashed: ((_ hashed: Int64, _ total: Int64) -> Void)? = nil,
         checkingResult: ((Database) throws(ReseedError) -> Void)? = nil
     ) throws(ReseedError) -> Applied {
@@ -198,11 +202,10 @@ package enum SeedDelta {
                 var reached = expectedContentHash
                 var reachedIncremental: String?
                 try db.inTransaction(.immediate) {
-                    // The incremental check when the delta's starting row set is the one the caller
-                    // recorded for this seed (its schema read from the target); else the whole result is hashed.
+                    // The incremental check when the delta's starting row set is vouched for as the
+                    // target's; else the whole result is hashed.
                     var rowSet: RowSetAccumulator?
-                    if let incremental, let start = header.fromRowSet,
-                       try IncrementalContentHash.digest(db, rowSet: start) == incremental.installed {
+                    if let incremental, let start = header.fromRowSet, try startsFrom(start, of: header, vouchedBy: incremental, db) {
                         rowSet = RowSetAccumulator(hash: start)
                     }
                     try DeltaApplier(db: db, header: header, deltaPath: deltaPath, targetPath: targetPath, progress: rowsApplied).run(rowSet: &rowSet)
@@ -227,6 +230,18 @@ package enum SeedDelta {
                 return Applied(header: header, contentHash: reached, incrementalContentHash: reachedIncremental)
             }
         }
+    }
+
+    /// Whether the delta's starting row set `start` is the target's, as `incremental` vouches (see
+    /// ``apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``):
+    /// every vouching given holds, and one is given.
+    private static func startsFrom(
+        _ start: RowSetHash, of header: Header, vouchedBy incremental: (from: String?, installed: String?, expected: String), _ db: Database
+    ) throws -> Bool {
+        guard incremental.from != nil || incremental.installed != nil else { return false }
+        if let from = incremental.from, from != header.fromContentHash { return false }
+        if let installed = incremental.installed, try IncrementalContentHash.digest(db, rowSet: start) != installed { return false }
+        return true
     }
 
     /// Attaches the delta read-only as ``Names/attached``; refuses an attachment SQLite made writable.

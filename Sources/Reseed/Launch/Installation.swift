@@ -123,9 +123,10 @@ struct Installation: Sendable {
     /// without one, a `"userStore"` an earlier launch recorded is cleared. The seed's content hash
     /// is recorded when its manifest has one, and an earlier one cleared when it has none.
     ///
-    /// When a store was `installed` just now, its incremental content hash and the store file's
-    /// fingerprint as the swap left it are recorded too (or cleared, for a manifest without one): a
-    /// later delta checks its result from the changed rows only while the file still has that fingerprint.
+    /// When a store was `installed` just now, the store file's fingerprint as the swap left it is
+    /// recorded too, with the content hash it vouches for and the incremental content hash (each
+    /// cleared for a manifest without one): a later delta checks its result from the changed rows
+    /// only while the file still has that fingerprint.
     ///
     /// `also` is recorded in the same write (an update's channel state).
     func recordVersion(installed: InstallPipeline.Swapped?, also: [PreferencesFile.Change] = []) throws(ReseedError) -> URL? {
@@ -143,6 +144,12 @@ struct Installation: Sendable {
             }
             // The fingerprint always: a later launch tells by it that a swap's record was cut short (``UnrecordedInstall``).
             if let fingerprint = installed.storeFingerprint { changes.append(.storeFingerprint(fingerprint)) } else { clearing.append(.storeFingerprint) }
+            // What the fingerprint vouches for: the seed just swapped in, whole.
+            if let contentHash = manifest.contentHash, installed.storeFingerprint != nil {
+                changes.append(.fingerprintedContentHash(contentHash))
+            } else {
+                clearing.append(.fingerprintedContentHash)
+            }
         }
         return try preferences.record(changes, for: manifest.name, clearing: clearing, timeout: configuration.lockTimeout, logger: logger)
     }

@@ -13,7 +13,7 @@ extension PreferencesFile {
     struct Entry: Sendable, Equatable {
         /// The fields Reseed keeps, by their key in the entry.
         enum Field: String, Sendable, CaseIterable {
-            case version, source, userStore, contentHash, incrementalContentHash, storeFingerprint, userStoreChecked, channel, strandedIn
+            case version, source, userStore, contentHash, incrementalContentHash, storeFingerprint, fingerprintedContentHash, userStoreChecked, channel, strandedIn
         }
 
         /// The installed seed version.
@@ -32,6 +32,12 @@ extension PreferencesFile {
         /// (``StoreWAL/fingerprint(store:wal:)``): while they still have it, nobody wrote to the
         /// store, and a delta may check its result incrementally.
         var storeFingerprint: String?
+        /// The content hash of the seed an install put in the store when ``storeFingerprint`` was
+        /// recorded: while the file and its `-wal` keep that fingerprint, they hold exactly that seed,
+        /// and a delta starting from it may be checked from the rows it changed with the row set the
+        /// signed delta carries. Absent when the fingerprint is of a file found in place (restored or
+        /// copied: it may have been written), and in entries written before it existed.
+        var fingerprintedContentHash: String?
         /// The fingerprint of the user store's last complete check (see ``UserStoreSchema``).
         var userStoreChecked: String?
         /// What the last check of a channel returned, for a conditional request next time.
@@ -50,6 +56,7 @@ extension PreferencesFile {
             contentHash = node[Field.contentHash.rawValue]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil }
             incrementalContentHash = node[Field.incrementalContentHash.rawValue]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil }
             storeFingerprint = node[Field.storeFingerprint.rawValue]?.string
+            fingerprintedContentHash = node[Field.fingerprintedContentHash.rawValue]?.string.flatMap { SeedManifest.isSHA256($0) ? $0 : nil }
             userStoreChecked = node[Field.userStoreChecked.rawValue]?.string
             channel = node[Field.channel.rawValue].flatMap(ChannelValidators.init(node:))
             strandedIn = node[Field.strandedIn.rawValue].flatMap(StrandedTables.init(node:))
@@ -92,6 +99,7 @@ extension PreferencesFile {
         case contentHash(String)
         case incrementalContentHash(String)
         case storeFingerprint(String)
+        case fingerprintedContentHash(String)
         case userStoreChecked(String)
         case channel(ChannelValidators)
         case strandedIn(StrandedTables)
@@ -105,6 +113,7 @@ extension PreferencesFile {
             case .contentHash: .contentHash
             case .incrementalContentHash: .incrementalContentHash
             case .storeFingerprint: .storeFingerprint
+            case .fingerprintedContentHash: .fingerprintedContentHash
             case .userStoreChecked: .userStoreChecked
             case .channel: .channel
             case .strandedIn: .strandedIn
@@ -115,7 +124,7 @@ extension PreferencesFile {
         var json: String {
             switch self {
             case .version(let text), .userStore(let text), .contentHash(let text), .incrementalContentHash(let text),
-                 .storeFingerprint(let text), .userStoreChecked(let text): JSONNode.quote(text)
+                 .storeFingerprint(let text), .fingerprintedContentHash(let text), .userStoreChecked(let text): JSONNode.quote(text)
             case .source(let source): JSONNode.quote(source.rawValue)
             case .channel(let validators): validators.json
             case .strandedIn(let stranded): stranded.json

@@ -58,11 +58,11 @@ struct UnrecordedInstall: Sendable {
     }
 
     /// For a file that holds the recorded version (``isRecordedVersion``): records its fingerprint, and
-    /// clears the incremental content hash (a copied file may have been written: a delta then checks its
-    /// result whole).
+    /// clears the incremental content hash and the content hash a fingerprint vouches for (a copied
+    /// file may have been written: a delta then checks its result whole).
     func recordFingerprint(in preferences: PreferencesFile, name: String, timeout: Duration, logger: Logger) throws(ReseedError) {
         logger.notice("the store file is another file than the one installed, holding the same version; recording it", metadata: ["store": "\(name)"])
-        _ = try preferences.record([.storeFingerprint(fingerprint)], for: name, clearing: [.incrementalContentHash], timeout: timeout, logger: logger)
+        _ = try preferences.record([.storeFingerprint(fingerprint)], for: name, clearing: [.incrementalContentHash, .fingerprintedContentHash], timeout: timeout, logger: logger)
     }
 
     /// Records ``recorded(bundled:userStore:)`` for the store `name` in one write; returns it.
@@ -74,7 +74,7 @@ struct UnrecordedInstall: Sendable {
             "store": "\(name)", "version": "\(recorded.version)", "source": "\(recorded.source.rawValue)",
         ])
         _ = try preferences.record([.version(recorded.version), .source(recorded.source), .storeFingerprint(fingerprint)], for: name,
-                                   clearing: [.contentHash, .incrementalContentHash], timeout: timeout, logger: logger)
+                                   clearing: [.contentHash, .incrementalContentHash, .fingerprintedContentHash], timeout: timeout, logger: logger)
         return recorded
     }
 }

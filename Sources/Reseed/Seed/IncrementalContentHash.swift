@@ -7,10 +7,10 @@ import ReseedSystem
 ///
 /// It names the same content as ``SeedContentHash`` (two seeds with the same schema and rows have
 /// the same one), but its rows are combined by addition, so the hash after a delta follows from
-/// the hash before it and the rows the delta changed. `reseed package` records it in the manifest
-/// beside `contentHash` (``SeedManifest/incrementalContentHash``); a delta carries the row set of
-/// the seed it starts from, and the app checks the result against the signed value after reading
-/// only the changed rows. The encoding is specified in <doc:ContentHash>.
+/// the hash before it and the rows the delta changed. `reseed publish` states it in the channel's
+/// manifest beside `contentHash` (``SeedManifest/incrementalContentHash``); a delta carries the row
+/// set of the seed it starts from, and the app checks the result against the signed value after
+/// reading only the changed rows. The encoding is specified in <doc:ContentHash>.
 ///
 /// ```swift
 /// let (contentHash, incremental) = try SeedContentHash.computeWithIncremental(path: "SeedData/triage.sqlite")

@@ -18,14 +18,14 @@ import ReseedSystem
 ///   "applicationID": 1381188932,
 ///   "pageSize": 4096,
 ///   "steps": [{"id": "0001_schema.sql", "checksum": "2c26b4…"}],
-///   "contentHash": "5d41a8…",
-///   "incrementalContentHash": "0c9e72…"
+///   "contentHash": "5d41a8…"
 /// }
 /// ```
 ///
 /// `contentHash` (``contentHash``) is optional: manifests written before it existed still
 /// read, as format 1, and a reader that does not know it ignores it. So is
-/// `incrementalContentHash` (``incrementalContentHash``), which came later.
+/// `incrementalContentHash` (``incrementalContentHash``), which came later: a manifest that
+/// `reseed publish` writes into a channel states it, one that `reseed package` writes does not.
 ///
 /// `compression` (``compression``) is optional too: `"gzip"` when `file` (such as
 /// `triage.sqlite.gz`) holds the seed compressed (`reseed package --compress`); `size` and
@@ -65,9 +65,11 @@ public struct SeedManifest: Sendable, Hashable {
     /// The seed's ``SeedContentHash``: SHA-256 of its schema and rows, 64 lowercase hex digits;
     /// nil in a manifest written before `reseed package` recorded it.
     public var contentHash: String?
-    /// The seed's ``IncrementalContentHash/hash``: 64 lowercase hex digits; nil in a manifest
-    /// written before `reseed package` recorded it. A row-level delta's result is checked against
-    /// it without reading the whole seed.
+    /// The seed's ``IncrementalContentHash/hash``: 64 lowercase hex digits. A row-level delta's
+    /// result is checked against it without reading the whole seed. `reseed publish` states it in a
+    /// channel's manifest; `reseed package` leaves it out (nil), as manifests written before it
+    /// existed do: a delta only ever comes from a channel, and the row set costs the build a
+    /// quarter of its time (see <doc:ContentHash>).
     public var incrementalContentHash: String?
     /// How ``SeedFacts/file`` is compressed; nil (the default) when it is the database itself.
     public var compression: Compression?

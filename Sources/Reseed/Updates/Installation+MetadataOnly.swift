@@ -6,15 +6,16 @@ extension Installation {
     /// The check of a delta the device made from a channel's metadata-only entry (``metadataOnly``,
     /// see ``ChannelManifest/MetadataOnly``), applied to `path`, the private copy of the installed
     /// store, without hashing the result whole; nil when it does not apply: no such entry, or no
-    /// `incremental` (the store file changed since its install, or no incremental content hash is
-    /// recorded), and then the made delta is applied and its result hashed whole, as any delta's.
+    /// `incremental` (the store file changed since its install, or nothing recorded then vouches for
+    /// the seed it holds), and then the made delta is applied and its result hashed whole, as any delta's.
     ///
     /// It is as strict as the incremental check of a delta file (``SeedDelta/apply(deltaPath:to:expectedContentHash:incremental:discardedOnFailure:rowsApplied:rowsHashed:checkingResult:)``):
     ///
     /// - The rows the change does not touch are vouched for by the store's fingerprint, as there:
     ///   `incremental` is given only while the store file and its `-wal` have the fingerprint recorded
     ///   when the store was installed, so the copy holds exactly the seed whose content hash was
-    ///   recorded then; that hash must be the entry's signed `fromContentHash`.
+    ///   recorded then; that hash (and the one recorded with the fingerprint, when recorded) must be
+    ///   the entry's signed `fromContentHash`.
     /// - The touched table is compared whole against the signed values: `reseed_metadata` read
     ///   before and after the change (triggers off, as the applier has them) must be equal but for
     ///   the entry's keys, each of which held another value and now holds the entry's as TEXT;
@@ -32,12 +33,12 @@ extension Installation {
     ///   off (``ReseedError/Code/deltaMismatch`` for a store the entry does not fit,
     ///   ``ReseedError/Code/verificationFailed`` for a change that did not do exactly that): the caller
     ///   removes the copy and the update falls back to the full seed, the store untouched.
-    func applyMetadataOnly(to path: String, incremental: (installed: String, expected: String)?) throws(ReseedError) -> SeedDelta.Applied? {
+    func applyMetadataOnly(to path: String, incremental: (from: String?, installed: String?, expected: String)?) throws(ReseedError) -> SeedDelta.Applied? {
         guard let change = metadataOnly, let incremental else { return nil }
         let (contents, entries) = try preferences.readEntries()
         let recorded = entries[manifest.name]
         guard case .valid = contents, let recordedHash = recorded?.contentHash, recordedHash == change.fromContentHash,
-              recorded?.incrementalContentHash == incremental.installed else {
+              incremental.from.map({ $0 == recordedHash }) ?? true, recorded?.incrementalContentHash == incremental.installed else {
             throw ReseedError(.deltaMismatch, step: .applyDelta, path: storePath, message:
                 "the installed seed's recorded content hash is not \(change.fromContentHash), where the channel's metadata-only delta starts")
         }

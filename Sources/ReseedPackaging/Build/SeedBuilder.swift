@@ -161,10 +161,10 @@ public struct SeedBuilder: Sendable {
     static let cacheKiB = 32 * 1024
 
     /// What the build knows of the compact copy before it is put in place: the steps that built
-    /// it, its content hashes, and its size, SHA-256 and header (with the file fsynced).
+    /// it, its content hash, and its size, SHA-256 and header (with the file fsynced).
     private struct Built {
         var recorded: [SeedManifest.Step]
-        var contentHash: (contentHash: String, incremental: IncrementalContentHash)
+        var contentHash: String
         var facts: FileFacts
     }
 
@@ -245,7 +245,7 @@ public struct SeedBuilder: Sendable {
             return configuration
         }()
         return try packaging(.build, path: path) {
-            let hashing = BlockingThread.start("reseed-build") { Swift.Result { try SeedContentHash.computeWithIncremental(path: path) } }
+            let hashing = BlockingThread.start("reseed-build") { Swift.Result { try SeedContentHash.compute(path: path) } }
             let checked = Swift.Result {
                 try concurrently({
                     let checker = try DatabaseQueue(path: path, configuration: readOnly)
@@ -394,8 +394,7 @@ public struct SeedBuilder: Sendable {
             facts: SeedFacts(
                 name: name, version: version, file: file, size: facts.size, sha256: facts.sha256,
                 userVersion: header.userVersion, applicationID: header.applicationID, pageSize: header.pageSize),
-            steps: built.recorded, contentHash: contentHash.contentHash, compression: compression,
-            incrementalContentHash: contentHash.incremental.hash)
+            steps: built.recorded, contentHash: contentHash, compression: compression)
         try packaging(.build, path: directory.path(file)) {
             if let compression {
                 try compress(temporary, with: compression.codec, into: file, in: directory)

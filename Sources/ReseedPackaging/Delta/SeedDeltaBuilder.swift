@@ -147,7 +147,7 @@ public enum SeedDeltaBuilder {
             case .success(let success): contents = success
             }
             guard let failure = try verify(deltaPath: deltaPath, oldPath: oldPath, newPath: newPath, toContentHash: toContentHash,
-                                           incremental: (old.incremental.hash, toIncrementalContentHash), directory: directory) else { break }
+                                           incremental: (fromContentHash, old.incremental.hash, toIncrementalContentHash), directory: directory) else { break }
             // The applier names the table whose rows it could not apply: "…: table NAME, updated rows: …".
             let refused = contents.tables.filter { $0.carries == .rows && failure.contains("table \($0.name), ") }
                 .max { $0.name.utf8.count < $1.name.utf8.count }
@@ -174,7 +174,7 @@ public enum SeedDeltaBuilder {
     /// why it failed, or nil when it reached `toContentHash` both ways. (A result with the new seed's
     /// content has its incremental content hash too: that is not computed again.)
     private static func verify(
-        deltaPath: String, oldPath: String, newPath: String, toContentHash: String, incremental: (installed: String, expected: String), directory: Directory
+        deltaPath: String, oldPath: String, newPath: String, toContentHash: String, incremental: (from: String?, installed: String?, expected: String), directory: Directory
     ) throws(PackagingError) -> String? {
         let scratch = StoreLayout.temporaryName(of: URL(fileURLWithPath: deltaPath).lastPathComponent)
         defer {

@@ -156,7 +156,8 @@ import Testing
                 continue
             }
             let expected = try Self.answers(new)
-            let hashes = (installed: try IncrementalContentHash.compute(path: old).hash, expected: try IncrementalContentHash.compute(path: new).hash)
+            let hashes: (from: String?, installed: String?, expected: String) =
+                (nil, try IncrementalContentHash.compute(path: old).hash, try IncrementalContentHash.compute(path: new).hash)
             for attempt in 0..<4 {
                 let forged = sandbox.appending("forged-\(round)-\(attempt)").path
                 let target = sandbox.appending("target-\(round)-\(attempt).sqlite").path

@@ -27,7 +27,7 @@ import Testing
     static func applyIncrementally(_ delta: String, from: String, to: String, target: String) throws -> SeedDelta.Applied {
         try SeedDelta.apply(
             deltaPath: delta, to: target, expectedContentHash: try SeedContentHash.compute(path: to),
-            incremental: (installed: try IncrementalContentHash.compute(path: from).hash, expected: try IncrementalContentHash.compute(path: to).hash))
+            incremental: (from: nil, installed: try IncrementalContentHash.compute(path: from).hash, expected: try IncrementalContentHash.compute(path: to).hash))
     }
 
     /// Rewrites the row lists `lists` of table `table` of the delta at `path` in the format that carries

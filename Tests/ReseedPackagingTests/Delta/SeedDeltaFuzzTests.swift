@@ -114,7 +114,7 @@ import Testing
                 let expected = try IncrementalContentHash.compute(path: newPath).hash
                 let applied = try SeedDelta.apply(
                     deltaPath: deltaPath, to: target, expectedContentHash: delta.toContentHash,
-                    incremental: (installed: try IncrementalContentHash.compute(path: oldPath).hash, expected: expected))
+                    incremental: (from: nil, installed: try IncrementalContentHash.compute(path: oldPath).hash, expected: expected))
                 failures.check(applied.incrementalContentHash == expected, "round \(round): not checked incrementally")
                 failures.check(try SeedContentHash.compute(path: target) == SeedContentHash.compute(path: newPath), "round \(round): applied ≠ new")
             }

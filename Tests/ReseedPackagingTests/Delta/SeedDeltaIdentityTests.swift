@@ -334,7 +334,7 @@ import Testing
                 _ = try SeedDelta.apply(
                     deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash,
                     incremental: incremental
-                        ? (installed: try IncrementalContentHash.compute(path: sandbox.old).hash, expected: try IncrementalContentHash.compute(path: sandbox.new).hash)
+                        ? (from: nil, installed: try IncrementalContentHash.compute(path: sandbox.old).hash, expected: try IncrementalContentHash.compute(path: sandbox.new).hash)
                         : nil)
                 let rowsWithRowids = "SELECT rowid, * FROM t ORDER BY rowid"
                 failures.check(try Self.rows(sandbox.target, rowsWithRowids) == Self.rows(sandbox.new, rowsWithRowids), "round \(round): other rows or rowids")

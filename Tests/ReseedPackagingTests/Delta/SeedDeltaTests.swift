@@ -58,7 +58,7 @@ final class DeltaSandbox: Sendable {
         let expected = try IncrementalContentHash.compute(path: new).hash
         let incremental = try SeedDelta.apply(
             deltaPath: delta, to: target, expectedContentHash: built.toContentHash,
-            incremental: (installed: try IncrementalContentHash.compute(path: old).hash, expected: expected))
+            incremental: (from: nil, installed: try IncrementalContentHash.compute(path: old).hash, expected: expected))
         #expect(incremental.incrementalContentHash == expected, sourceLocation: sourceLocation)
         #expect(try hash(target) == (try hash(new)), sourceLocation: sourceLocation)
         return built
@@ -72,7 +72,8 @@ final class DeltaSandbox: Sendable {
         refusedAs codes: [ReseedError.Code] = [.invalidDelta, .deltaMismatch], sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         let pristine = try Data(contentsOf: URL(fileURLWithPath: delta))
-        let incremental = (installed: try IncrementalContentHash.compute(path: old).hash, expected: try IncrementalContentHash.compute(path: new).hash)
+        let incremental: (from: String?, installed: String?, expected: String) =
+            (nil, try IncrementalContentHash.compute(path: old).hash, try IncrementalContentHash.compute(path: new).hash)
         for damage in damages {
             try pristine.write(to: URL(fileURLWithPath: delta))
             try execute(delta, damage)
@@ -107,6 +108,28 @@ final class DeltaSandbox: Sendable {
             new: "INSERT INTO song VALUES (1, 'One', 1990, NULL), (2, 'Two', NULL, x'00fe'), (4, 'Four!', 1994, NULL), (5, 'Five', 1995, x'01')")
         let built = try sandbox.roundTrip()
         #expect(counts(built) == ["song": [1, 2, 1]])
+    }
+
+    /// A target vouched for by the content hash it holds (a seed built by `reseed package` records
+    /// no incremental hash): the delta's own starting row set, signed with it, starts the incremental
+    /// check when the delta starts from that content hash, and never when it starts elsewhere.
+    @Test func theContentHashATargetHoldsVouchesForTheDeltasStartingRowSet() throws {
+        let sandbox = try DeltaSandbox(
+            schema: "CREATE TABLE song (id INTEGER PRIMARY KEY, title TEXT, plays INTEGER)",
+            old: "INSERT INTO song VALUES (1, 'One', 5), (2, 'Two', 7), (3, 'Three', 0)",
+            new: "INSERT INTO song VALUES (1, 'One', 6), (3, 'Three', 0), (4, 'Four', 1)")
+        guard case .built(let built) = try sandbox.build() else {
+            Issue.record("no delta was built")
+            return
+        }
+        let expected = try IncrementalContentHash.compute(path: sandbox.new).hash
+        for (from, incrementally) in [(built.fromContentHash, true), (try sandbox.hash(sandbox.new), false)] {
+            try sandbox.copyOld()
+            let applied = try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash,
+                                              incremental: (from: from, installed: nil, expected: expected))
+            #expect(applied.incrementalContentHash == (incrementally ? expected : nil), "from \(from)")
+            #expect(try sandbox.hash(sandbox.target) == (try sandbox.hash(sandbox.new)))
+        }
     }
 
     @Test func storageClassOnlyChangesRoundTrip() throws {

@@ -143,6 +143,36 @@ import Testing
         _ = outcome
     }
 
+    /// Another file holding the installed version put in the store's place (restored from a backup
+    /// with a row the app had written, here one no delta touches): the launch records the new file's
+    /// fingerprint but nothing that vouches for its rows, so the delta's result is hashed whole (and
+    /// fails, and the full seed is installed).
+    @Test func aStoreFileRestoredInPlaceIsHashedWhole() async throws {
+        let sandbox = try ChannelSandbox.inMemory()
+        let (bundled, offered) = try launched(sandbox) { pool in
+            let rows = try Self.itemCount(pool)
+            #expect(rows > 0)
+        }
+        let restored = sandbox.dataDirectory.appendingPathComponent("restored.sqlite").path
+        try FileManager.default.copyItem(atPath: sandbox.storeURL.path, toPath: restored)
+        let backup = try DatabaseQueue(path: restored)
+        // A backup in rollback-journal mode, as a seed ships (reading it makes no -wal the fingerprint would show).
+        try backup.inDatabase { try $0.execute(sql: "PRAGMA journal_mode = DELETE; UPDATE item SET label = 'restored from a backup' WHERE id = 2") }
+        try backup.close()
+        // Restored as one file: the installed file's -wal and -shm go with it.
+        for sidecar in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: sandbox.storeURL.path + sidecar) }
+        #expect(rename(restored, sandbox.storeURL.path) == 0)
+        // A launch that prepares the store and leaves its opening to the app records the file as found.
+        #expect(try sandbox.launcher(bundled).prepare().action == .upToDate)
+
+        // Checked from the changed rows only, the result would pass with the restored row in it.
+        let (outcome, log) = try await update(sandbox, bundled)
+        #expect(outcome.method == .full)
+        #expect(outcome.deltaFailure?.contains("content hash") == true, "\(outcome.deltaFailure ?? "nil")")
+        #expect(!log.contains(Self.incremental), "\(log)")
+        #expect(try sandbox.storeContentHash() == offered.manifest.contentHash)
+    }
+
     /// An app's committed row left in the `-wal` (the app was killed before anything checkpointed it):
     /// the store file is as its install left it, the `-wal` is not.
     @Test func aRowTheAppLeftInTheWALIsHashedWhole() async throws {
