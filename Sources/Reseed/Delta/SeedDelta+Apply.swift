@@ -138,9 +138,10 @@ extension SeedDelta {
             var applied: Int64 = 0
             progress?(0, total)
             var schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
-            if rowSet != nil {
-                // The row set loses every row of a table the delta drops (or replaces), read before it goes.
-                let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
+            // The row set loses every row of a table the delta drops (or replaces), read before it goes
+            // (the content tables are listed only then: listing them computes every view's columns).
+            let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
+            if rowSet != nil, !dropped.isEmpty {
                 for table in try SeedDelta.contentTables(in: "main", db) where dropped.contains(table.name) {
                     let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
                     try rows.forEachRow(rows.selectAll, db) { try rowSet?.remove($0, $1, of: rows) }
