@@ -74,9 +74,8 @@ final class RowSetChanges {
             batch.expand(into: &expanded)
             return
         }
-        started += 1
         let helpers = helpers
-        startDetachedThread("reseed-row-set") {
+        let spawned = spawnThread("reseed-row-set") {
             var sum = RowSetHash()
             batch.expand(into: &sum)
             helpers.state.withLock { state in
@@ -85,6 +84,13 @@ final class RowSetChanges {
             }
             helpers.finished.signal()
         }
+        guard spawned else {
+            // No thread to be had: this thread expands the batch, and waits for no helper.
+            helpers.state.withLock { $0.running -= 1 }
+            batch.expand(into: &expanded)
+            return
+        }
+        started += 1
     }
 
     /// The change of every row noted: waits for the helpers.

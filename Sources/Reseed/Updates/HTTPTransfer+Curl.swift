@@ -61,7 +61,10 @@ final class CurlExchange: Sendable {
     func run() async throws(ReseedError) -> HTTPTransfer.Response {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPTransfer.Response, ReseedError>, Never>) in
-                startDetachedThread("reseed-transfer") { continuation.resume(returning: self.perform()) }
+                // Without a thread of its own, the transfer runs here, on the task's thread.
+                if !spawnThread("reseed-transfer", { continuation.resume(returning: self.perform()) }) {
+                    continuation.resume(returning: self.perform())
+                }
             }
         } onCancel: {
             self.state.withLock { $0.exchange.cancelled = true }

@@ -19,17 +19,28 @@ import Synchronization
 package final class BlockingThread<Value: Sendable>: Sendable {
     private let value = Mutex<Value?>(nil)
     private let finished = DispatchSemaphore(value: 0)
+    /// The body, when the system refused a thread for it: the first ``join()`` runs it.
+    private let unstarted = Mutex<(@Sendable () -> Value)?>(nil)
 
     private init() {}
 
     /// Starts `body` on a new thread named `name`; ``join()`` returns its value.
-    package static func start(_ name: String, _ body: @escaping @Sendable () -> Value) -> BlockingThread<Value> {
+    ///
+    /// When the system refuses a new thread (see ``spawnThread(_:background:_:)``), `body` runs on
+    /// the thread that joins, when it joins: the work is done one after the other instead of side
+    /// by side, and never waits for a thread that may not come.
+    ///
+    /// `spawn` starts the thread (``spawnThread(_:background:_:)``; a test passes one that refuses).
+    package static func start(
+        _ name: String, spawn: (String, @escaping @Sendable () -> Void) -> Bool = { spawnThread($0, $1) }, _ body: @escaping @Sendable () -> Value
+    ) -> BlockingThread<Value> {
         let thread = BlockingThread()
-        startDetachedThread(name) {
+        let started = spawn(name) {
             let result = body()
             thread.value.withLock { $0 = result }
             thread.finished.signal()
         }
+        if !started { thread.unstarted.withLock { $0 = body } }
         return thread
     }
 
@@ -37,6 +48,12 @@ package final class BlockingThread<Value: Sendable>: Sendable {
     ///
     /// Call it from a thread of your own, never from an async task: the wait holds the thread.
     package func join() -> Value {
+        if let body = unstarted.withLock({ pending in defer { pending = nil }; return pending }) {
+            let result = body()
+            value.withLock { $0 = result }
+            finished.signal()
+            return result
+        }
         while true {
             if let result = value.withLock({ $0 }) { return result }
             finished.wait()
@@ -46,27 +63,34 @@ package final class BlockingThread<Value: Sendable>: Sendable {
     }
 }
 
-/// Runs `body` on a new thread named `name`, and returns at once.
-///
-/// When the system refuses a new thread (`pthread_create` fails, as with `EAGAIN` at the
-/// process's thread limit), the work goes to `DispatchQueue.global()` instead: slower for the
-/// app's other tasks, but it runs, where running it inline could deadlock a caller that waits
-/// for it.
+/// Runs `body` on a new thread named `name` and returns true at once; returns false, `body` not
+/// run, when the system refuses a new thread (`pthread_create` fails, as with `EAGAIN` at the
+/// process's thread limit). The caller then does the work itself: queued on
+/// `DispatchQueue.global()` instead, work that a thread of ours waits for may wait forever, for
+/// dispatch cannot start a thread either (it sleeps and retries while threads are short) and its
+/// few threads may be the ones waiting.
 ///
 /// A `background` thread runs at a lower priority (``Syscalls/lowerThreadPriority()``): for work
 /// the app does not wait on, which then takes a core only when the app's threads leave one.
-package func startDetachedThread(_ name: String, background: Bool = false, _ body: @escaping @Sendable () -> Void) {
+package func spawnThread(_ name: String, background: Bool = false, _ body: @escaping @Sendable () -> Void) -> Bool {
     let job = Unmanaged.passRetained(ThreadJob(name: name, background: background, body: body))
-    if Syscalls.spawnDetachedThread(job.toOpaque()) { return }
+    if Syscalls.spawnDetachedThread(job.toOpaque()) { return true }
     job.release()
-    DispatchQueue.global().async(execute: body)
+    return false
+}
+
+/// Runs `body` on a new thread named `name`, and returns at once; when the system refuses a new
+/// thread, on `DispatchQueue.global()`: for work nobody waits for.
+package func startDetachedThread(_ name: String, background: Bool = false, _ body: @escaping @Sendable () -> Void) {
+    if !spawnThread(name, background: background, body) { DispatchQueue.global().async(execute: body) }
 }
 
 /// Runs blocking file or database work on a thread of its own and suspends the calling task
 /// until it returns: the task's pool thread runs the app's other tasks meanwhile.
 ///
 /// - Throws: what `body` throws.
-/// With `background`, the thread runs at a lower priority (see ``startDetachedThread(_:background:_:)``).
+/// With `background`, the thread runs at a lower priority (see ``spawnThread(_:background:_:)``).
+/// When the system refuses a new thread, `body` runs on the calling task's thread.
 ///
 /// - Throws: what `body` throws.
 package func offload<T: Sendable, E: Error>(
@@ -74,7 +98,10 @@ package func offload<T: Sendable, E: Error>(
 ) async throws(E) -> T {
     let job = OneShotJob(body)
     let result: Result<T, E> = await withCheckedContinuation { continuation in
-        startDetachedThread(name, background: background) { continuation.resume(returning: job.run()) }
+        // Without a thread of its own, the work runs here, on the task's thread.
+        if !spawnThread(name, background: background, { continuation.resume(returning: job.run()) }) {
+            continuation.resume(returning: job.run())
+        }
     }
     return try result.get()
 }

@@ -26,15 +26,17 @@ package final class ReplacedFile: Sendable {
         self.descriptor = Mutex(descriptor)
     }
 
-    /// Closes the file on a background thread (``startDetachedThread(_:background:_:)``), which
-    /// frees its blocks when no other descriptor or name keeps it. A second call finds it closed.
+    /// Closes the file on a background thread (``spawnThread(_:background:_:)``), which frees its
+    /// blocks when no other descriptor or name keeps it; on this thread when the system refuses a
+    /// new one. A second call finds it closed.
     package func release() {
         Self.releasing.enter()
-        startDetachedThread("reseed-free-replaced", background: true) { [self] in
+        let close: @Sendable () -> Void = { [self] in
             // A read-only descriptor: close(2) reports nothing a caller could act on.
             if let held = descriptor.withLock({ $0.take() }) { try? held.close() }
             Self.releasing.leave()
         }
+        if !spawnThread("reseed-free-replaced", background: true, close) { close() }
     }
 
     /// Closes the file now, on this thread: when the rename over its name failed, it is still the
