@@ -10,7 +10,7 @@ extension SeedDelta {
         var schema: String
         var path: String
         /// The formats read; another is refused as an app of that age refuses it.
-        var readable: ClosedRange<Int> = Format.rows.rawValue...Format.rowids.rawValue
+        var readable: ClosedRange<Int> = Format.rows.rawValue...Format.rebuild.rawValue
 
         private func invalid(_ message: String, _ error: DatabaseError? = nil) -> ReseedError {
             ReseedError(.invalidDelta, step: .applyDelta, path: path, databaseError: error, message: message)
@@ -78,14 +78,15 @@ extension SeedDelta {
                 format: Int(format), fromContentHash: try hash("fromContentHash"), fromRowSet: fromRowSet, toContentHash: try hash("toContentHash"),
                 userVersion: try int32("userVersion"), applicationID: try int32("applicationID"),
                 tables: try readTables(keyedByRowid: format >= Format.rowids.rawValue),
-                schemaChanges: format >= Format.schema.rawValue ? try SchemaListReader(db: db, schema: schema, path: path).read() : [],
+                schemaChanges: format >= Format.schema.rawValue
+                    ? try SchemaListReader(db: db, schema: schema, path: path, rebuilds: format >= Format.rebuild.rawValue).read() : [],
                 statistics: statistics)
         }
 
         /// With `keyedByRowid` (format 3), each row's `moved` too: NULL, or the rows a table keyed by rowid moves.
         private func readTables(keyedByRowid: Bool) throws -> [Header.Table] {
             if keyedByRowid, try Bool.fetchOne(db, sql: "SELECT count(*) = 0 FROM pragma_table_info(?, ?) WHERE name = 'moved'", arguments: [Names.tables, schema]) == true {
-                throw invalid("the delta has format 3 but its \(Names.tables) has no moved column")
+                throw invalid("the delta has format 3 or later but its \(Names.tables) has no moved column")
             }
             let rows = try Row.fetchAll(db, sql: """
                 SELECT idx, CASE WHEN length(CAST(name AS BLOB)) <= 4096 THEN name END AS name, deleted, updated, inserted\(keyedByRowid ? ", moved" : "")
@@ -138,9 +139,10 @@ extension SeedDelta {
             var applied: Int64 = 0
             progress?(0, total)
             var schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
-            // The row set loses every row of a table the delta drops (or replaces), read before it goes
+            // The row set loses every row of a table the delta drops (or replaces, or rebuilds), read before it goes
             // (the content tables are listed only then: listing them computes every view's columns).
-            let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
+            let rebuilt = Set(header.schemaChanges.filter { $0.action == .rebuild }.map(\.name))
+            let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name)).union(rebuilt)
             if rowSet != nil, !dropped.isEmpty {
                 for table in try SeedDelta.contentTables(in: "main", db) where dropped.contains(table.name) {
                     let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
@@ -154,6 +156,14 @@ extension SeedDelta {
             let ordered = header.tables.filter { created.contains($0.name) } + header.tables.filter { !created.contains($0.name) }
             let targetTables = Dictionary(
                 try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+            if rowSet != nil {
+                // A rebuilt table's rows join it again as its new definition stores them.
+                for name in rebuilt.sorted() {
+                    guard let table = targetTables[name] else { throw invalid("the delta rebuilds \(name) as no table it can read") }
+                    let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
+                    try rows.forEachRow(rows.selectAll, db) { try rowSet?.add($0, $1, of: rows) }
+                }
+            }
             var fullText = try FollowingIndexes(db: db, targetPath: targetPath, tables: Array(targetTables.values))
             var changedVirtual: [ContentTables.Table] = []
             var checked: [(table: Header.Table, shape: TableShape, rows: TableRows?)] = []

@@ -3,9 +3,10 @@ import GRDB
 import ReseedSystem
 
 extension SeedDelta {
-    /// One entry of a format-2 delta's schema list (`reseed_delta_schema`): an object to drop, or one to create from its SQL.
+    /// One entry of a format-2 delta's schema list (`reseed_delta_schema`): an object to drop, one to
+    /// create from its SQL, or (format 4) a table to rebuild from its new SQL with its rows kept.
     struct SchemaChange: Sendable, Equatable {
-        enum Action: String, Sendable { case drop, create }
+        enum Action: String, Sendable { case drop, create, rebuild }
         enum Kind: String, Sendable, CaseIterable { case table, index, view, trigger }
 
         var action: Action
@@ -29,6 +30,8 @@ extension SeedDelta {
         var db: Database
         var schema: String
         var path: String
+        /// Whether the format has `rebuild` entries (4 and later).
+        var rebuilds = false
 
         private func invalid(_ message: String) -> ReseedError {
             ReseedError(.invalidDelta, step: .applyDelta, path: path, message: message)
@@ -64,6 +67,9 @@ extension SeedDelta {
                 switch action {
                 case .drop:
                     guard (row["sqlType"] as String?) == "null" else { throw invalid("\(Names.schema): the drop of \(name) carries SQL") }
+                case .rebuild:
+                    guard rebuilds, kind == .table else { throw invalid("\(Names.schema): the rebuild of \(kindText) \(name) is not in this format") }
+                    fallthrough
                 case .create:
                     guard let sql else { throw invalid("\(Names.schema): the creation of \(name) carries no SQL, or more than \(maxStatementBytes) bytes") }
                     bytes += sql.utf8.count
@@ -95,6 +101,16 @@ extension SeedDelta {
         private var expected: [Entry: String?]?
         /// `sqlite_schema` without the SQL as the last change left it, while changes follow one another.
         private var current: Set<Entry>?
+        /// The rows of each table being rebuilt, set aside in a temp table until it is created again, by name.
+        private var asides: [String: Aside] = [:]
+
+        /// A rebuilt table's rows while it is dropped: the temp table holding them, the columns they
+        /// fill (the rowid first in a rowid table), and how many there are.
+        private struct Aside {
+            var temp: String
+            var columns: [String]
+            var count: Int
+        }
 
         init(db: Database, changes: [SchemaChange], deltaPath: String, targetPath: String) {
             self.db = db
@@ -120,17 +136,78 @@ extension SeedDelta {
         }
 
         /// Triggers, views and indexes, then tables: nothing dropped is still needed by what is dropped after it.
+        /// A table to rebuild has its rows set aside, then is dropped as any.
         mutating func drop() throws {
             current = nil
             for kind in [SchemaChange.Kind.trigger, .view, .index, .table] {
                 for change in changes where change.action == .drop && change.kind == kind { try drop(change) }
             }
+            for change in changes where change.action == .rebuild {
+                try setAside(change.name)
+                try drop(SchemaChange(action: .drop, kind: .table, name: change.name, table: change.table, sql: nil))
+            }
         }
 
-        /// Tables, then indexes, views and triggers: each finds the tables it names.
+        /// Tables, then indexes, views and triggers: each finds the tables it names. A rebuilt table is
+        /// created as any, then gets its rows back.
         mutating func createTables() throws {
             current = nil
             for change in changes where change.action == .create && change.kind == .table { try create(change) }
+            for change in changes where change.action == .rebuild {
+                try create(SchemaChange(action: .create, kind: .table, name: change.name, table: change.table, sql: change.sql))
+                try restore(change.name)
+            }
+        }
+
+        /// Copies every row of table `name` (its rowid too, in a rowid table) into a temp table of
+        /// untyped columns, which keep each value as stored.
+        private mutating func setAside(_ name: String) throws {
+            guard let own = try String.fetchOne(db, sql: "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name]),
+                  let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [own]) else {
+                throw mismatch("it rebuilds table \(name), which the seed does not have")
+            }
+            let shape: TableShape
+            switch try TableShape.read(own, withoutRowid: withoutRowid, in: "main", db) {
+            case .failure(let failure): throw mismatch("it rebuilds table \(name), whose rows it cannot keep: \(failure.reason)")
+            case .success(let read): shape = read
+            }
+            var columns = shape.columns
+            if !withoutRowid {
+                guard let rowid = shape.rowidAlias else { throw mismatch("it rebuilds table \(name), whose columns hide its rowid") }
+                columns.insert(rowid, at: 0)
+            }
+            let temp = "temp.\("reseed_rebuilt_\(asides.count + 1)".quotedIdentifier)"
+            try db.execute(sql: "CREATE TEMP TABLE \(temp) (\((0..<columns.count).map { "c\($0)" }.joined(separator: ", ")))")
+            try db.execute(sql: "INSERT INTO \(temp) SELECT \(columns.quotedList()) FROM main.\(own.quotedIdentifier)")
+            asides[name] = Aside(temp: temp, columns: columns, count: db.changesCount)
+        }
+
+        /// Puts back the rows ``setAside(_:)`` kept into table `name`, created again: it must have the
+        /// same columns (and a rowid if it had one). Its CHECK constraints are not evaluated (the values
+        /// passed them as the seed was built; the content hash checks the result); SQLite's refusal of a
+        /// row (a NOT NULL or UNIQUE constraint the new definition adds) names the table, and the delta
+        /// does not fit.
+        private mutating func restore(_ name: String) throws {
+            guard let aside = asides.removeValue(forKey: name) else { throw invalid("the delta rebuilds table \(name) twice") }
+            let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? true
+            var columns: [String]? = nil
+            if case .success(let shape) = try TableShape.read(name, withoutRowid: withoutRowid, in: "main", db) {
+                columns = withoutRowid ? shape.columns : shape.rowidAlias.map { [$0] + shape.columns }
+            }
+            guard columns == aside.columns else {
+                throw invalid("the delta rebuilds table \(name) with other columns than the seed's")
+            }
+            try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
+            defer { try? db.execute(sql: "PRAGMA ignore_check_constraints = OFF") }
+            do {
+                try db.execute(sql: "INSERT INTO main.\(name.quotedIdentifier) (\(aside.columns.quotedList())) SELECT \((0..<aside.columns.count).map { "c\($0)" }.joined(separator: ", ")) FROM \(aside.temp)")
+            } catch let error as DatabaseError {
+                throw mismatch("table \(name), its rows under its new definition: \(error.message ?? "\(error.resultCode)")", error)
+            }
+            guard db.changesCount == aside.count else {
+                throw mismatch("table \(name), its rows under its new definition: \(db.changesCount) of \(aside.count) went back")
+            }
+            try db.execute(sql: "DROP TABLE \(aside.temp)")
         }
 
         /// The other creations, then the check of the whole schema (``finish()``).

@@ -27,6 +27,10 @@ package enum SeedDelta {
         /// delta reproduces: ``Header/Table/moved`` says which, and their rowid moves travel as runs
         /// (``Names/List/moved``). Written only when a table needs it.
         case rowids = 3
+        /// Format 3 plus tables rebuilt under a new definition with their rows kept (a `rebuild`
+        /// entry of the schema list): a table whose `CREATE` statement changed but whose columns did
+        /// not travels as its changed rows, not whole. Written only when a table needs it.
+        case rebuild = 4
     }
     /// The most tables a delta may list; a seed with more has no delta.
     package static let maxTables = 10_000

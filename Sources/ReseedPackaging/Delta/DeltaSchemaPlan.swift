@@ -21,6 +21,9 @@ struct DeltaSchemaPlan {
 
     /// The tables of the new seed shipped whole, and why.
     var wholeTables: [String: Reason] = [:]
+    /// The tables whose definition changed and whose columns did not: rebuilt with their rows kept,
+    /// then changed row by row (format 4).
+    var rebuiltTables: [String] = []
     /// The tables of the old seed the new one lacks.
     var droppedTables: [String] = []
     /// The indexes, views and triggers that change, sorted by the UTF-8 bytes of their names.
@@ -31,7 +34,8 @@ struct DeltaSchemaPlan {
     var isEmpty: Bool { entries.isEmpty }
 
     /// The plan from the seed attached as `old` to the one attached as `new`, or why no delta can express it;
-    /// the tables of `whole` that both seeds define alike are shipped whole too (``Reason/rowsNotMatchable``).
+    /// the tables of `whole` that both seeds define alike are shipped whole too (``Reason/rowsNotMatchable``),
+    /// and those whose definition changed are never rebuilt with their rows kept.
     static func make(_ db: Database, old: String, new: String, whole: [String] = []) throws -> Result<DeltaSchemaPlan, SeedDelta.NotExpressible> {
         let oldObjects = try SeedContentHash.schema(db, in: old)
         let newObjects = try SeedContentHash.schema(db, in: new)
@@ -48,7 +52,13 @@ struct DeltaSchemaPlan {
         for object in newObjects where object.type == "table" {
             if let before = oldByName[object.name] {
                 if before.type != object.type { return .failure(.init(reason: "\(object.name) is a \(before.type) in the old seed and a table in the new one")) }
-                if before != object { plan.wholeTables[object.name] = .definitionChanged }
+                if before != object {
+                    if !whole.contains(object.name), try keepsRows(object.name, old: old, new: new, db) {
+                        plan.rebuiltTables.append(object.name)
+                    } else {
+                        plan.wholeTables[object.name] = .definitionChanged
+                    }
+                }
             } else {
                 plan.wholeTables[object.name] = .added
             }
@@ -61,7 +71,8 @@ struct DeltaSchemaPlan {
         }
         // An FTS table that reads its text from a table shipped whole or dropped is shipped whole too: changed row by
         // row, its module would remove a row's old terms after the content table already holds the new text.
-        let rebuiltContent = Set(plan.wholeTables.filter { $0.value != .added }.keys.map { $0.lowercased() } + plan.droppedTables.map { $0.lowercased() })
+        let rebuiltContent = Set(
+            plan.wholeTables.filter { $0.value != .added }.keys.map { $0.lowercased() } + (plan.droppedTables + plan.rebuiltTables).map { $0.lowercased() })
         for table in newContent.tables where table.kind == .virtual && plan.wholeTables[table.name] == nil {
             if let sql = newRows[table.name]?.sql, mayReadContent(sql, from: rebuiltContent) {
                 plan.wholeTables[table.name] = .contentTableReplaced
@@ -75,7 +86,7 @@ struct DeltaSchemaPlan {
             }
         }
         let replaced = Set(plan.wholeTables.filter { $0.value != .added }.keys)
-        let rebuilt = replaced.union(plan.droppedTables)
+        let rebuilt = replaced.union(plan.droppedTables).union(plan.rebuiltTables)
 
         for object in oldObjects where object.type != "table" {
             let after = newByName[object.name]
@@ -90,6 +101,10 @@ struct DeltaSchemaPlan {
         for name in plan.wholeTables.keys.sorted() {
             guard let row = newRows[name] else { continue }
             plan.entries.append(Entry(action: "create", type: "table", name: name, table: name, sql: row.sql))
+        }
+        for name in plan.rebuiltTables.sorted() {
+            guard let row = newRows[name] else { continue }
+            plan.entries.append(Entry(action: "rebuild", type: "table", name: name, table: name, sql: row.sql))
         }
         for object in newObjects where object.type != "table" {
             let before = oldByName[object.name]
@@ -108,6 +123,32 @@ struct DeltaSchemaPlan {
         plan.objects.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         guard plan.entries.count <= 10_000 else { return .failure(.init(reason: "the schema changes in more than 10000 objects")) }
         return .success(plan)
+    }
+
+    /// Whether table `name`, whose `CREATE` statement differs between the seeds, keeps its rows when
+    /// rebuilt under the new one: an ordinary table in both (not virtual, not a shadow table), a rowid
+    /// table in both (with a rowid its columns leave visible) or `WITHOUT ROWID` in both, with the same
+    /// columns in the same order (names, declared types, primary key, generated or not: the values
+    /// are stored alike). A `NOT NULL`, a `DEFAULT`, a `CHECK`, a `UNIQUE` or a foreign key may differ;
+    /// what SQLite then refuses of the old rows ships the table whole on the next try.
+    private static func keepsRows(_ name: String, old: String, new: String, _ db: Database) throws -> Bool {
+        func listed(_ schema: String) throws -> (type: String, withoutRowid: Bool)? {
+            try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = ? AND name = ?", arguments: [schema, name])
+                .map { ($0["type"] ?? "", $0["wr"] ?? false) }
+        }
+        func columns(_ schema: String) throws -> [[DatabaseValue]] {
+            try Row.fetchAll(db, sql: "SELECT cid, name, type, pk, hidden FROM pragma_table_xinfo(?, ?) ORDER BY cid", arguments: [name, schema])
+                .map { Array($0.databaseValues) }
+        }
+        guard let before = try listed(old), let after = try listed(new), before.type == "table", after.type == "table",
+              before.withoutRowid == after.withoutRowid else { return false }
+        let oldColumns = try columns(old)
+        guard !oldColumns.isEmpty, oldColumns == (try columns(new)) else { return false }
+        if !before.withoutRowid {
+            let names = Set(oldColumns.compactMap { String.fromDatabaseValue($0[1]) }.map { $0.lowercased() })
+            guard ["rowid", "_rowid_", "oid"].contains(where: { !names.contains($0) }) else { return false }
+        }
+        return true
     }
 
     /// Whether the `CREATE VIRTUAL TABLE` statement `sql` has a `content` option and names one of `tables`

@@ -104,7 +104,8 @@ struct DeltaWriter {
             }
             let row = SeedDeltaBuilder.TableCounts(
                 name: shape.name, deleted: written[.deleted] ?? 0, updated: written[.updated] ?? 0, inserted: written[.inserted] ?? 0,
-                moved: moved ?? 0, carries: whole == nil ? .rows : .wholeTable, reason: whole ?? .rowsChanged)
+                moved: moved ?? 0, carries: whole == nil ? .rows : .wholeTable,
+                reason: whole ?? (plan.rebuiltTables.contains(shape.name) ? .definitionChangedRowsKept : .rowsChanged))
             if whole != nil { counts.append(row) }
             guard row.deleted + row.updated + row.inserted + row.moved > 0 else { continue }
             try db.execute(
@@ -115,9 +116,9 @@ struct DeltaWriter {
             if whole == nil { counts.append(row) }
         }
         counts += plan.droppedTables.map { .init(name: $0, deleted: 0, updated: 0, inserted: 0, carries: .drop, reason: .dropped) }
-        let format: SeedDelta.Format = !keyedByRowid.isEmpty ? .rowids : plan.isEmpty ? .rows : .schema
-        if !keyedByRowid.isEmpty {
-            // Format 3 only: NULL where a table's lists are keyed by its key, as in formats 1 and 2.
+        let format: SeedDelta.Format = !plan.rebuiltTables.isEmpty ? .rebuild : !keyedByRowid.isEmpty ? .rowids : plan.isEmpty ? .rows : .schema
+        if format.rawValue >= SeedDelta.Format.rowids.rawValue {
+            // Formats 3 and 4: NULL where a table's lists are keyed by its key, as in formats 1 and 2.
             try db.execute(sql: "ALTER TABLE main.\(Names.tables) ADD COLUMN moved INTEGER")
             for (index, moved) in keyedByRowid {
                 try db.execute(sql: "UPDATE main.\(Names.tables) SET moved = ? WHERE idx = ?", arguments: [moved, index])

@@ -28,6 +28,9 @@ extension SeedDeltaBuilder.TableCounts {
         /// Its rows cannot be changed row by row: a key holding NULL with columns that hide the rowid, or
         /// changes SQLite refuses in the order a delta applies them.
         case rowsNotMatchable
+        /// Its `CREATE` statement changed and its columns did not: rebuilt with its rows kept, and
+        /// changed row by row (format 4).
+        case definitionChangedRowsKept
 
         /// As the report says it: `added`, `definition changed`, `its content table is shipped whole`.
         var phrase: String {
@@ -38,6 +41,7 @@ extension SeedDeltaBuilder.TableCounts {
             case .contentTableReplaced: "its content table is shipped whole"
             case .dropped: "dropped"
             case .rowsNotMatchable: "its rows cannot be changed row by row"
+            case .definitionChangedRowsKept: "definition changed, rows kept"
             }
         }
     }
@@ -46,6 +50,7 @@ extension SeedDeltaBuilder.TableCounts {
     var line: String {
         switch carries {
         case .rows: "\(name): \(deleted) deleted, \(updated) updated, \(inserted) inserted" + (moved > 0 ? ", \(moved) moved" : "")
+            + (reason == .definitionChangedRowsKept ? " (\(reason.phrase))" : "")
         case .wholeTable: "\(name): whole table, \(inserted) row\(inserted == 1 ? "" : "s") (\(reason.phrase))"
         case .drop: "\(name): dropped"
         }
@@ -63,7 +68,7 @@ extension SeedDeltaBuilder {
             case dropped
             /// Its `CREATE` statement changed: dropped, then created.
             case replaced
-            /// Unchanged, but its table is shipped whole: created again with it.
+            /// Unchanged, but its table is shipped whole or rebuilt: created again with it.
             case recreated
         }
 
@@ -80,7 +85,7 @@ extension SeedDeltaBuilder {
 
         /// `index song_year: added`.
         var line: String {
-            "\(type) \(name): " + (change == .recreated ? "recreated (its table is shipped whole)" : change.rawValue)
+            "\(type) \(name): " + (change == .recreated ? "recreated (with its table)" : change.rawValue)
         }
     }
 
@@ -90,8 +95,9 @@ extension SeedDeltaBuilder {
     public static func formatLabel(format: Int?, tables: [TableCounts], schemaObjects: [SchemaObjectChange], numbered: Bool = true) -> String {
         guard let format, format >= SeedDelta.Format.schema.rawValue else { return "" }
         let schema = format == SeedDelta.Format.schema.rawValue || !schemaObjects.isEmpty
-            || tables.contains { [.added, .definitionChanged, .dropped].contains($0.reason) }
-        let parts = (schema ? ["schema changes"] : []) + (format == SeedDelta.Format.rowids.rawValue ? ["rows matched by content"] : [])
+            || tables.contains { [.added, .definitionChanged, .definitionChangedRowsKept, .dropped].contains($0.reason) }
+        let byContent = format == SeedDelta.Format.rowids.rawValue || (format == SeedDelta.Format.rebuild.rawValue && tables.contains { $0.moved > 0 })
+        let parts = (schema ? ["schema changes"] : []) + (byContent ? ["rows matched by content"] : [])
         return ", with " + parts.joined(separator: " and ") + (numbered ? " (format \(format))" : "")
     }
 

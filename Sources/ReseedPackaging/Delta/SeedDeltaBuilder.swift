@@ -78,9 +78,11 @@ public enum SeedDeltaBuilder {
 
     /// Builds the delta from the seed at `oldPath` to the seed at `newPath` into a new file at `deltaPath`.
     ///
-    /// A schema change makes a format-2 delta: tables added or whose definition changed are
-    /// shipped whole, dropped tables dropped, and indexes, views and triggers dropped and created
-    /// from their `CREATE` statements. The rows of a table without a primary key, or whose key holds
+    /// A schema change makes a format-2 delta: tables added are shipped whole, dropped tables
+    /// dropped, and indexes, views and triggers dropped and created from their `CREATE` statements.
+    /// A table whose definition changed is rebuilt under the new one with its rows kept, and its rows
+    /// change row by row (format 4), when its columns did not change (names, declared types, key,
+    /// generated or not) and SQLite takes its rows under the new definition; else it is shipped whole. The rows of a table without a primary key, or whose key holds
     /// NULL, are matched by content, and rows that only moved travel as runs of rowids (format 3). A
     /// table whose rows SQLite refuses row by row is shipped whole. Not expressible: seeds in different
     /// text encodings, a change to a virtual table that is not FTS3/4/5 or R-tree keeping its text,
@@ -151,8 +153,15 @@ public enum SeedDeltaBuilder {
             // The applier names the table whose rows it could not apply: "…: table NAME, updated rows: …".
             let refused = contents.tables.filter { $0.carries == .rows && failure.contains("table \($0.name), ") }
                 .max { $0.name.utf8.count < $1.name.utf8.count }
-            guard let refused, wholeTables.count < maxWholeRetries else { return .notExpressible(reason: failure) }
-            wholeTables.append(refused.name)
+            // A failure that names no table, with tables rebuilt under a new definition: they are shipped whole,
+            // as before such rebuilds existed, so that they never cost a delta.
+            let rebuilt = contents.tables.filter { $0.reason == .definitionChangedRowsKept }.map(\.name)
+            if refused == nil, !rebuilt.isEmpty, wholeTables.count < maxWholeRetries {
+                wholeTables += rebuilt
+            } else {
+                guard let refused, wholeTables.count < maxWholeRetries else { return .notExpressible(reason: failure) }
+                wholeTables.append(refused.name)
+            }
             try packaging(.buildDelta, path: deltaPath) {
                 for file in [name] + StoreLayout.sidecars(of: name) { _ = try? directory.remove(file) }
                 let file = try directory.createExclusive(name)

@@ -338,13 +338,13 @@ final class DeltaSandbox: Sendable {
         let sandbox = try DeltaSandbox(
             schema: "CREATE TABLE t (id INTEGER PRIMARY KEY, v)", old: "", new: "INSERT INTO t VALUES (1, 'a')")
         guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
-        try sandbox.execute(sandbox.delta, "UPDATE reseed_delta SET value = 4 WHERE key = 'format'")
+        try sandbox.execute(sandbox.delta, "UPDATE reseed_delta SET value = 5 WHERE key = 'format'")
         try sandbox.copyOld()
         let error = #expect(throws: ReseedError.self) {
             try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
         }
         #expect(error?.code == .invalidDelta)
-        #expect(error?.message == "the delta has format 4; this Reseed reads formats 1, 2 and 3 only")
+        #expect(error?.message == "the delta has format 5; this Reseed reads formats 1, 2, 3 and 4 only")
         #expect(throws: ReseedError.self) { try SeedDelta.readHeader(path: sandbox.delta) }
     }
 
