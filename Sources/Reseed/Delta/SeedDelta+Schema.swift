@@ -163,9 +163,12 @@ extension SeedDelta {
         /// untyped columns, which keep each value as stored.
         private mutating func setAside(_ name: String) throws {
             guard let own = try String.fetchOne(db, sql: "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name]),
-                  let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [own]) else {
+                  let listed = try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [own]) else {
                 throw mismatch("it rebuilds table \(name), which the seed does not have")
             }
+            // Only an ordinary table: a virtual table's rows are its module's, and a shadow table is the module's own.
+            guard (listed["type"] as String?) == "table" else { throw invalid("the delta rebuilds \(name), which is not an ordinary table") }
+            let withoutRowid: Bool = listed["wr"] ?? false
             let shape: TableShape
             switch try TableShape.read(own, withoutRowid: withoutRowid, in: "main", db) {
             case .failure(let failure): throw mismatch("it rebuilds table \(name), whose rows it cannot keep: \(failure.reason)")

@@ -158,6 +158,26 @@ import Testing
         }
     }
 
+    /// Only an ordinary table is rebuilt: a (forged) rebuild of a virtual table is refused, the target as it was.
+    @Test func aRebuildOfAVirtualTableIsRefused() throws {
+        let change = Self.cases[0].change
+        let fullText = "CREATE VIRTUAL TABLE doc USING fts5(body)"
+        let sandbox = try DeltaSandbox(schema: change.schema + "; " + fullText, old: change.old + "; INSERT INTO doc VALUES ('hello')",
+                                       new: change.new + "; INSERT INTO doc VALUES ('hello')", newSchema: change.newSchema + "; " + fullText)
+        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
+        try DatabaseQueue(path: sandbox.delta).write { db in
+            try db.execute(sql: "INSERT INTO reseed_delta_schema (idx, action, type, name, tbl_name, sql) VALUES (1000, 'rebuild', 'table', 'doc', 'doc', ?)",
+                           arguments: [fullText])
+        }
+        try sandbox.copyOld()
+        let error = #expect(throws: ReseedError.self) {
+            try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
+        }
+        #expect(error?.code == .invalidDelta)
+        #expect(error?.message == "the delta rebuilds doc, which is not an ordinary table", "\(String(describing: error))")
+        #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
+    }
+
     /// An app that reads formats 1 to 3 refuses a format-4 delta before it changes anything, and its update falls back to the full seed.
     @Test func aFormat3ReaderRefusesAFormat4Delta() throws {
         let change = Self.cases[0].change
