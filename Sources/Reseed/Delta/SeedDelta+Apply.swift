@@ -146,7 +146,9 @@ extension SeedDelta {
             if rowSet != nil, !dropped.isEmpty {
                 for table in try SeedDelta.contentTables(in: "main", db) where dropped.contains(table.name) {
                     let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
-                    try rows.forEachRow(rows.selectAll, db) { try rowSet?.remove($0, $1, of: rows) }
+                    let prefix = RowEncoding.elementPrefix(of: rows)
+                    // Digested and expanded on helper threads while the apply goes on.
+                    try rows.forEachRow(rows.selectAll, db) { rowSet?.change($0, $1, of: rows, prefix: prefix, sign: -1) }
                 }
             }
             try schema.drop()
@@ -161,7 +163,8 @@ extension SeedDelta {
                 for name in rebuilt.sorted() {
                     guard let table = targetTables[name] else { throw invalid("the delta rebuilds \(name) as no table it can read") }
                     let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
-                    try rows.forEachRow(rows.selectAll, db) { try rowSet?.add($0, $1, of: rows) }
+                    let prefix = RowEncoding.elementPrefix(of: rows)
+                    try rows.forEachRow(rows.selectAll, db) { rowSet?.change($0, $1, of: rows, prefix: prefix, sign: 1) }
                 }
             }
             var fullText = try FollowingIndexes(db: db, targetPath: targetPath, tables: Array(targetTables.values))

@@ -192,7 +192,9 @@ extension SeedDelta {
         /// does not fit.
         private mutating func restore(_ name: String) throws {
             guard let aside = asides.removeValue(forKey: name) else { throw invalid("the delta rebuilds table \(name) twice") }
-            let withoutRowid = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name]) ?? true
+            let listed = try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name])
+            guard (listed?["type"] as String?) == "table" else { throw invalid("the delta rebuilds \(name) as a table that is not an ordinary one") }
+            let withoutRowid: Bool = listed?["wr"] ?? true
             var columns: [String]? = nil
             if case .success(let shape) = try TableShape.read(name, withoutRowid: withoutRowid, in: "main", db) {
                 columns = withoutRowid ? shape.columns : shape.rowidAlias.map { [$0] + shape.columns }
@@ -207,8 +209,10 @@ extension SeedDelta {
             } catch let error as DatabaseError {
                 throw mismatch("table \(name), its rows under its new definition: \(error.message ?? "\(error.resultCode)")", error)
             }
-            guard db.changesCount == aside.count else {
-                throw mismatch("table \(name), its rows under its new definition: \(db.changesCount) of \(aside.count) went back")
+            // Counted in the table: a conflict clause that replaces or ignores loses rows without an error.
+            let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(name.quotedIdentifier)") ?? 0
+            guard kept == aside.count else {
+                throw mismatch("table \(name), its rows under its new definition: \(kept) of \(aside.count) went back")
             }
             try db.execute(sql: "DROP TABLE \(aside.temp)")
         }

@@ -86,7 +86,8 @@ struct DeltaSchemaPlan {
             }
         }
         let replaced = Set(plan.wholeTables.filter { $0.value != .added }.keys)
-        let rebuilt = replaced.union(plan.droppedTables).union(plan.rebuiltTables)
+        // Lowercased: SQLite keeps a trigger's or index's table name as its statement wrote it (`ON ITEM` for `item`).
+        let rebuilt = Set(replaced.union(plan.droppedTables).union(plan.rebuiltTables).map { $0.lowercased() })
 
         for object in oldObjects where object.type != "table" {
             let after = newByName[object.name]
@@ -114,7 +115,7 @@ struct DeltaSchemaPlan {
             } else if before != object {
                 change = .replaced
             } else {
-                change = rebuilt.contains(newRows[object.name]?.table ?? "") ? .recreated : nil
+                change = rebuilt.contains((newRows[object.name]?.table ?? "").lowercased()) ? .recreated : nil
             }
             guard let change else { continue }
             plan.entries.append(Entry(action: "create", type: object.type, name: object.name, table: newRows[object.name]?.table ?? object.name, sql: newRows[object.name]?.sql))
@@ -127,21 +128,22 @@ struct DeltaSchemaPlan {
 
     /// Whether table `name`, whose `CREATE` statement differs between the seeds, keeps its rows when
     /// rebuilt under the new one: an ordinary table in both (not virtual, not a shadow table), a rowid
-    /// table in both (with a rowid its columns leave visible) or `WITHOUT ROWID` in both, with the same
+    /// table in both (with a rowid its columns leave visible) or `WITHOUT ROWID` in both, `STRICT` in
+    /// both or in neither (an `ANY` column's affinity depends on it), with the same
     /// columns in the same order (names, declared types, primary key, generated or not: the values
     /// are stored alike). A `NOT NULL`, a `DEFAULT`, a `CHECK`, a `UNIQUE` or a foreign key may differ;
     /// what SQLite then refuses of the old rows ships the table whole on the next try.
     private static func keepsRows(_ name: String, old: String, new: String, _ db: Database) throws -> Bool {
-        func listed(_ schema: String) throws -> (type: String, withoutRowid: Bool)? {
-            try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = ? AND name = ?", arguments: [schema, name])
-                .map { ($0["type"] ?? "", $0["wr"] ?? false) }
+        func listed(_ schema: String) throws -> (type: String, withoutRowid: Bool, strict: Bool)? {
+            try Row.fetchOne(db, sql: "SELECT type, wr, strict FROM pragma_table_list WHERE schema = ? AND name = ?", arguments: [schema, name])
+                .map { ($0["type"] ?? "", $0["wr"] ?? false, $0["strict"] ?? false) }
         }
         func columns(_ schema: String) throws -> [[DatabaseValue]] {
             try Row.fetchAll(db, sql: "SELECT cid, name, type, pk, hidden FROM pragma_table_xinfo(?, ?) ORDER BY cid", arguments: [name, schema])
                 .map { Array($0.databaseValues) }
         }
         guard let before = try listed(old), let after = try listed(new), before.type == "table", after.type == "table",
-              before.withoutRowid == after.withoutRowid else { return false }
+              before.withoutRowid == after.withoutRowid, before.strict == after.strict else { return false }
         let oldColumns = try columns(old)
         guard !oldColumns.isEmpty, oldColumns == (try columns(new)) else { return false }
         if !before.withoutRowid {

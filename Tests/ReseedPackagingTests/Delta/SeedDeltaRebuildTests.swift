@@ -41,6 +41,11 @@ import Testing
              new: "INSERT INTO usage VALUES (NULL, NULL, 'crs', 's'), ('E', '1', 'crs', 's'), ('E', '2', 'datum', 'y'), (NULL, NULL, 'crs', 't')",
              // Matched by rowid, which carries less here than a move: the third row updated, a fourth inserted.
              counts: [0, 1, 1, 0]),
+        Case(label: "a trigger and an index naming their table in another case",
+             schema: "CREATE TABLE item (id INTEGER PRIMARY KEY, kind TEXT CHECK (kind != '')); CREATE INDEX item_kind ON ITEM (kind); CREATE TRIGGER item_touch AFTER UPDATE ON Item BEGIN SELECT 1; END",
+             newSchema: "CREATE TABLE item (id INTEGER PRIMARY KEY, kind TEXT CHECK (kind != '' AND kind != '-')); CREATE INDEX item_kind ON ITEM (kind); CREATE TRIGGER item_touch AFTER UPDATE ON Item BEGIN SELECT 1; END",
+             old: "INSERT INTO item VALUES (1, 'a'), (2, 'b')", new: "INSERT INTO item VALUES (1, 'a'), (2, 'c')",
+             counts: [0, 1, 0, 0]),
         Case(label: "WITHOUT ROWID, NOT NULL added the rows keep",
              schema: "CREATE TABLE unit (code TEXT PRIMARY KEY, factor REAL) WITHOUT ROWID",
              newSchema: "CREATE TABLE unit (code TEXT PRIMARY KEY, factor REAL NOT NULL) WITHOUT ROWID",
@@ -175,6 +180,23 @@ import Testing
         }
         #expect(error?.code == .invalidDelta)
         #expect(error?.message == "the delta rebuilds doc, which is not an ordinary table", "\(String(describing: error))")
+        #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
+    }
+
+    /// A (forged) rebuild that creates the table again as a virtual one is refused before a row goes into it.
+    @Test func aRebuildIntoAVirtualTableIsRefused() throws {
+        let change = Self.cases[0].change
+        let sandbox = try DeltaSandbox(schema: change.schema, old: change.old, new: change.new, newSchema: change.newSchema)
+        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
+        try DatabaseQueue(path: sandbox.delta).write { db in
+            try db.execute(sql: "UPDATE reseed_delta_schema SET sql = 'CREATE VIRTUAL TABLE item USING fts5(id, kind, size)' WHERE action = 'rebuild'")
+        }
+        try sandbox.copyOld()
+        let error = #expect(throws: ReseedError.self) {
+            try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
+        }
+        #expect(error?.code == .invalidDelta)
+        #expect(error?.message == "the delta rebuilds item as a table that is not an ordinary one", "\(String(describing: error))")
         #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
     }
 
