@@ -58,6 +58,29 @@ import Testing
         try DatabaseQueue(path: path).read { try Row.fetchAll($0, sql: sql).map { Array($0.databaseValues) } }
     }
 
+    /// Builds the delta of `sandbox`, forges it with `forge` (SQL run on the delta), applies it to a
+    /// copy of the old seed as a publisher checks it and as an app does (incrementally, with the
+    /// starting content hash vouched for): each is refused with `code`, its message containing
+    /// `message` when given, and leaves the copy as it was.
+    static func expectForgedRefused(
+        _ sandbox: DeltaSandbox, code: ReseedError.Code, message: String? = nil, expectedContentHash: String? = nil,
+        expectedIncremental: String? = nil, sourceLocation: SourceLocation = #_sourceLocation, forge: (Database) throws -> Void
+    ) throws {
+        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta", sourceLocation: sourceLocation); return }
+        try DatabaseQueue(path: sandbox.delta).write(forge)
+        let expected = try expectedIncremental ?? IncrementalContentHash.compute(path: sandbox.new).hash
+        for incremental in [false, true] {
+            try sandbox.copyOld()
+            let error = #expect(throws: ReseedError.self, sourceLocation: sourceLocation) {
+                try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: expectedContentHash ?? built.toContentHash,
+                                    incremental: incremental ? (from: built.fromContentHash, installed: nil, expected: expected) : nil)
+            }
+            #expect(error?.code == code, "incremental: \(incremental), \(String(describing: error))", sourceLocation: sourceLocation)
+            if let message { #expect(error?.message.contains(message) == true, "\(String(describing: error))", sourceLocation: sourceLocation) }
+            #expect(try sandbox.hash(sandbox.target) == built.fromContentHash, sourceLocation: sourceLocation)
+        }
+    }
+
     @Test(arguments: cases) func aTableWhoseDefinitionChangedKeepsItsRowsAndTravelsAsItsChangedRows(_ rebuild: Case) throws {
         let change = rebuild.change
         let sandbox = try DeltaSandbox(schema: change.schema, old: change.old, new: change.new, newSchema: change.newSchema)
@@ -102,24 +125,11 @@ import Testing
     /// A rebuild whose `CREATE` statement (signed, or forged) gives the table other columns is refused, the target as it was.
     @Test func aRebuildIntoOtherColumnsIsRefused() throws {
         let change = Self.cases[0].change
-        let sandbox = try DeltaSandbox(schema: change.schema, old: change.old, new: change.new, newSchema: change.newSchema)
-        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
         let forged = "CREATE TABLE item (id INTEGER PRIMARY KEY, kind TEXT CHECK (kind IN ('a', 'b', 'c')), size INTEGER, extra)"
-        try DatabaseQueue(path: sandbox.delta).write { db in
-            try db.execute(sql: "UPDATE reseed_delta_schema SET sql = ? WHERE action = 'rebuild'", arguments: [forged])
-            #expect(db.changesCount == 1)
-        }
-        for incremental in [false, true] {
-            try sandbox.copyOld()
-            let error = #expect(throws: ReseedError.self) {
-                try SeedDelta.apply(
-                    deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash,
-                    incremental: incremental ? (from: built.fromContentHash, installed: nil, expected: try IncrementalContentHash.compute(path: sandbox.new).hash) : nil)
-            }
-            #expect(error?.code == .invalidDelta)
-            #expect(error?.message.contains("rebuilds table item with other columns") == true, "\(String(describing: error))")
-            #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
-        }
+        try Self.expectForgedRefused(
+            try DeltaSandbox(schema: change.schema, old: change.old, new: change.new, newSchema: change.newSchema),
+            code: .invalidDelta, message: "the delta rebuilds table item with other columns than the seed's"
+        ) { try $0.execute(sql: "UPDATE reseed_delta_schema SET sql = ? WHERE action = 'rebuild'", arguments: [forged]) }
     }
 
     /// A rebuilt table's rows are followed whole by the incremental check, not taken to be as they
@@ -169,35 +179,19 @@ import Testing
         let fullText = "CREATE VIRTUAL TABLE doc USING fts5(body)"
         let sandbox = try DeltaSandbox(schema: change.schema + "; " + fullText, old: change.old + "; INSERT INTO doc VALUES ('hello')",
                                        new: change.new + "; INSERT INTO doc VALUES ('hello')", newSchema: change.newSchema + "; " + fullText)
-        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
-        try DatabaseQueue(path: sandbox.delta).write { db in
-            try db.execute(sql: "INSERT INTO reseed_delta_schema (idx, action, type, name, tbl_name, sql) VALUES (1000, 'rebuild', 'table', 'doc', 'doc', ?)",
+        try Self.expectForgedRefused(sandbox, code: .invalidDelta, message: "the delta rebuilds doc, which is not an ordinary table") {
+            try $0.execute(sql: "INSERT INTO reseed_delta_schema (idx, action, type, name, tbl_name, sql) VALUES (1000, 'rebuild', 'table', 'doc', 'doc', ?)",
                            arguments: [fullText])
         }
-        try sandbox.copyOld()
-        let error = #expect(throws: ReseedError.self) {
-            try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
-        }
-        #expect(error?.code == .invalidDelta)
-        #expect(error?.message == "the delta rebuilds doc, which is not an ordinary table", "\(String(describing: error))")
-        #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
     }
 
     /// A (forged) rebuild that creates the table again as a virtual one is refused before a row goes into it.
     @Test func aRebuildIntoAVirtualTableIsRefused() throws {
         let change = Self.cases[0].change
-        let sandbox = try DeltaSandbox(schema: change.schema, old: change.old, new: change.new, newSchema: change.newSchema)
-        guard case .built(let built) = try sandbox.build() else { Issue.record("no delta"); return }
-        try DatabaseQueue(path: sandbox.delta).write { db in
-            try db.execute(sql: "UPDATE reseed_delta_schema SET sql = 'CREATE VIRTUAL TABLE item USING fts5(id, kind, size)' WHERE action = 'rebuild'")
-        }
-        try sandbox.copyOld()
-        let error = #expect(throws: ReseedError.self) {
-            try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: built.toContentHash)
-        }
-        #expect(error?.code == .invalidDelta)
-        #expect(error?.message == "the delta rebuilds item as a table that is not an ordinary one", "\(String(describing: error))")
-        #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
+        try Self.expectForgedRefused(
+            try DeltaSandbox(schema: change.schema, old: change.old, new: change.new, newSchema: change.newSchema),
+            code: .invalidDelta, message: "the delta rebuilds item as a table that is not an ordinary one"
+        ) { try $0.execute(sql: "UPDATE reseed_delta_schema SET sql = 'CREATE VIRTUAL TABLE item USING fts5(id, kind, size)' WHERE action = 'rebuild'") }
     }
 
     /// An app that reads formats 1 to 3 refuses a format-4 delta before it changes anything, and its update falls back to the full seed.
