@@ -139,10 +139,10 @@ extension SeedDelta {
             var applied: Int64 = 0
             progress?(0, total)
             var schema = SchemaApplier(db: db, changes: header.schemaChanges, deltaPath: deltaPath, targetPath: targetPath)
-            // The row set loses every row of a table the delta drops (or replaces, or rebuilds), read before it goes
-            // (the content tables are listed only then: listing them computes every view's columns).
-            let rebuilt = Set(header.schemaChanges.filter { $0.action == .rebuild }.map(\.name))
-            let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name)).union(rebuilt)
+            // The row set loses every row of a table the delta drops (or replaces), read before it goes
+            // (the content tables are listed only then: listing them computes every view's columns). A rebuilt
+            // table's rows stay as they were, to the byte (the schema applier checks it).
+            let dropped = Set(header.schemaChanges.filter { $0.action == .drop && $0.kind == .table }.map(\.name))
             if rowSet != nil, !dropped.isEmpty {
                 for table in try SeedDelta.contentTables(in: "main", db) where dropped.contains(table.name) {
                     let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
@@ -158,15 +158,6 @@ extension SeedDelta {
             let ordered = header.tables.filter { created.contains($0.name) } + header.tables.filter { !created.contains($0.name) }
             let targetTables = Dictionary(
                 try SeedDelta.contentTables(in: "main", db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-            if rowSet != nil {
-                // A rebuilt table's rows join it again as its new definition stores them.
-                for name in rebuilt.sorted() {
-                    guard let table = targetTables[name] else { throw invalid("the delta rebuilds \(name) as no table it can read") }
-                    let rows = try TableRows(table.name, withoutRowid: table.withoutRowid, db)
-                    let prefix = RowEncoding.elementPrefix(of: rows)
-                    try rows.forEachRow(rows.selectAll, db) { rowSet?.change($0, $1, of: rows, prefix: prefix, sign: 1) }
-                }
-            }
             var fullText = try FollowingIndexes(db: db, targetPath: targetPath, tables: Array(targetTables.values))
             var changedVirtual: [ContentTables.Table] = []
             var checked: [(table: Header.Table, shape: TableShape, rows: TableRows?)] = []

@@ -105,11 +105,13 @@ extension SeedDelta {
         private var asides: [String: Aside] = [:]
 
         /// A rebuilt table's rows while it is dropped: the temp table holding them, the columns they
-        /// fill (the rowid first in a rowid table), and how many there are.
+        /// fill (the rowid first in a rowid table), how many there are, and what the table fed the
+        /// content hash (``SeedContentHash/tableDigest(_:withoutRowid:_:)``).
         private struct Aside {
             var temp: String
             var columns: [String]
             var count: Int
+            var digest: String
         }
 
         init(db: Database, changes: [SchemaChange], deltaPath: String, targetPath: String) {
@@ -179,10 +181,11 @@ extension SeedDelta {
                 guard let rowid = shape.rowidAlias else { throw mismatch("it rebuilds table \(name), whose columns hide its rowid") }
                 columns.insert(rowid, at: 0)
             }
+            let digest = try SeedContentHash.tableDigest(own, withoutRowid: withoutRowid, db)
             let temp = "temp.\("reseed_rebuilt_\(asides.count + 1)".quotedIdentifier)"
             try db.execute(sql: "CREATE TEMP TABLE \(temp) (\((0..<columns.count).map { "c\($0)" }.joined(separator: ", ")))")
             try db.execute(sql: "INSERT INTO \(temp) SELECT \(columns.quotedList()) FROM main.\(own.quotedIdentifier)")
-            asides[name] = Aside(temp: temp, columns: columns, count: db.changesCount)
+            asides[name] = Aside(temp: temp, columns: columns, count: db.changesCount, digest: digest)
         }
 
         /// Puts back the rows ``setAside(_:)`` kept into table `name`, created again: it must have the
@@ -213,6 +216,12 @@ extension SeedDelta {
             let kept = try Int.fetchOne(db, sql: "SELECT count(*) FROM main.\(name.quotedIdentifier)") ?? 0
             guard kept == aside.count else {
                 throw mismatch("table \(name), its rows under its new definition: \(kept) of \(aside.count) went back")
+            }
+            // The rows must be what they were, to the byte, as the content hashes read them (its definition
+            // can store a value otherwise than a seed holds it, after a schema edited in place): then the
+            // row set the incremental check follows is unchanged by the rebuild.
+            guard try SeedContentHash.tableDigest(name, withoutRowid: withoutRowid, db) == aside.digest else {
+                throw mismatch("table \(name), its rows under its new definition: SQLite stores them otherwise than the seed holds them")
             }
             try db.execute(sql: "DROP TABLE \(aside.temp)")
         }

@@ -167,6 +167,16 @@ public enum SeedContentHash {
 
     /// One table: its name, whether rows carry their rowid, its column count, then each row, then an end mark.
     /// With `rowSet`, each row is also added to the incremental content hash's row set.
+    /// The SHA-256 of what table `table` feeds the content hash (its name, whether its rows carry
+    /// their rowid, its column count and its rows, encoded as the hashes encode them): equal before
+    /// and after a change exactly when the table adds the same to both content hashes.
+    static func tableDigest(_ table: String, withoutRowid: Bool, _ db: Database) throws -> String {
+        var hasher = ContentHasher()
+        var counter: RowCounter?
+        try hashRows(of: table, withoutRowid: withoutRowid, db, into: &hasher, counter: &counter, rowSet: nil)
+        return hasher.finalize()
+    }
+
     private static func hashRows(
         of table: String, withoutRowid: Bool, _ db: Database, into hasher: inout ContentHasher,
         counter: inout RowCounter?, rowSet: ConcurrentRowSet?

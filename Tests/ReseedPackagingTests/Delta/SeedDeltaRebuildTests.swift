@@ -132,10 +132,11 @@ import Testing
         ) { try $0.execute(sql: "UPDATE reseed_delta_schema SET sql = ? WHERE action = 'rebuild'", arguments: [forged]) }
     }
 
-    /// A rebuilt table's rows are followed whole by the incremental check, not taken to be as they
-    /// were: here the new seed declares `code TEXT` over rows that still hold integers (its schema
-    /// edited in place, as some apps do), and a rebuild under that definition stores row 1's code as
-    /// text, a row no list names. The full hash refuses the result; so must the incremental check.
+    /// A rebuild must leave the rows as they were, to the byte: the incremental check takes the
+    /// rebuilt table's rows to be unchanged. Here the new seed declares `code TEXT` over rows that
+    /// still hold integers (its schema edited in place, as some apps do), and a rebuild under that
+    /// definition would store row 1's code as text, a row no list names: refused as the rows go
+    /// back, with and without the incremental check (which would have accepted it otherwise).
     @Test func aRebuildThatStoresARowOtherwiseIsRefusedByTheIncrementalCheckToo() throws {
         let sandbox = try DeltaSandbox(
             schema: "CREATE TABLE item (id INTEGER PRIMARY KEY, code INTEGER, note TEXT CHECK (note != ''))",
@@ -168,7 +169,8 @@ import Testing
                 try SeedDelta.apply(deltaPath: sandbox.delta, to: sandbox.target, expectedContentHash: toContentHash,
                                     incremental: incremental ? (from: built.fromContentHash, installed: nil, expected: expected) : nil)
             }
-            #expect(error?.code == .verificationFailed, "incremental: \(incremental), \(String(describing: error))")
+            #expect(error?.code == .deltaMismatch, "incremental: \(incremental), \(String(describing: error))")
+            #expect(error?.message.contains("table item, its rows under its new definition: SQLite stores them otherwise") == true)
             #expect(try sandbox.hash(sandbox.target) == built.fromContentHash)
         }
     }
