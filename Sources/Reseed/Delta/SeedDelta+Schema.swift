@@ -188,11 +188,12 @@ extension SeedDelta {
             asides[name] = Aside(temp: temp, columns: columns, count: db.changesCount, digest: digest)
         }
 
-        /// Puts back the rows ``setAside(_:)`` kept into table `name`, created again: it must have the
-        /// same columns (and a rowid if it had one). Its CHECK constraints are not evaluated (the values
-        /// passed them as the seed was built; the content hash checks the result); SQLite's refusal of a
-        /// row (a NOT NULL or UNIQUE constraint the new definition adds) names the table, and the delta
-        /// does not fit.
+        /// Puts back the rows ``setAside(_:)`` kept into table `name`, created again: it must be an
+        /// ordinary table with the same columns (and a rowid if it had one). Its CHECK constraints are
+        /// not evaluated (the values passed them as the seed was built; the content hash checks the
+        /// result). The rows must all come back, and as they were, to the byte: else (a NOT NULL or
+        /// UNIQUE the new definition adds, a conflict clause that drops rows, a value stored otherwise)
+        /// the delta does not fit, in a sentence that names the table.
         private mutating func restore(_ name: String) throws {
             guard let aside = asides.removeValue(forKey: name) else { throw invalid("the delta rebuilds table \(name) twice") }
             let listed = try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name])
