@@ -165,21 +165,19 @@ extension SeedDelta {
         /// untyped columns, which keep each value as stored.
         private mutating func setAside(_ name: String) throws {
             guard let own = try String.fetchOne(db, sql: "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name = ?", arguments: [name]),
-                  let listed = try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [own]) else {
+                  let listed = try listed(own) else {
                 throw mismatch("it rebuilds table \(name), which the seed does not have")
             }
             // Only an ordinary table: a virtual table's rows are its module's, and a shadow table is the module's own.
-            guard (listed["type"] as String?) == "table" else { throw invalid("the delta rebuilds \(name), which is not an ordinary table") }
-            let withoutRowid: Bool = listed["wr"] ?? false
+            guard listed.type == "table" else { throw invalid("the delta rebuilds \(name), which is not an ordinary table") }
+            let withoutRowid = listed.withoutRowid
             let shape: TableShape
             switch try TableShape.read(own, withoutRowid: withoutRowid, in: "main", db) {
             case .failure(let failure): throw mismatch("it rebuilds table \(name), whose rows it cannot keep: \(failure.reason)")
             case .success(let read): shape = read
             }
-            var columns = shape.columns
-            if !withoutRowid {
-                guard let rowid = shape.rowidAlias else { throw mismatch("it rebuilds table \(name), whose columns hide its rowid") }
-                columns.insert(rowid, at: 0)
+            guard let columns = Self.keptColumns(of: shape, withoutRowid: withoutRowid) else {
+                throw mismatch("it rebuilds table \(name), whose columns hide its rowid")
             }
             let digest = try SeedContentHash.tableDigest(own, withoutRowid: withoutRowid, db)
             let temp = "temp.\("reseed_rebuilt_\(asides.count + 1)".quotedIdentifier)"
@@ -196,12 +194,13 @@ extension SeedDelta {
         /// the delta does not fit, in a sentence that names the table.
         private mutating func restore(_ name: String) throws {
             guard let aside = asides.removeValue(forKey: name) else { throw invalid("the delta rebuilds table \(name) twice") }
-            let listed = try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name])
-            guard (listed?["type"] as String?) == "table" else { throw invalid("the delta rebuilds \(name) as a table that is not an ordinary one") }
-            let withoutRowid: Bool = listed?["wr"] ?? true
+            guard let listed = try listed(name), listed.type == "table" else {
+                throw invalid("the delta rebuilds \(name) as a table that is not an ordinary one")
+            }
+            let withoutRowid = listed.withoutRowid
             var columns: [String]? = nil
             if case .success(let shape) = try TableShape.read(name, withoutRowid: withoutRowid, in: "main", db) {
-                columns = withoutRowid ? shape.columns : shape.rowidAlias.map { [$0] + shape.columns }
+                columns = Self.keptColumns(of: shape, withoutRowid: withoutRowid)
             }
             guard columns == aside.columns else {
                 throw invalid("the delta rebuilds table \(name) with other columns than the seed's")
@@ -225,6 +224,18 @@ extension SeedDelta {
                 throw mismatch("table \(name), its rows under its new definition: SQLite stores them otherwise than the seed holds them")
             }
             try db.execute(sql: "DROP TABLE \(aside.temp)")
+        }
+
+        /// How `pragma_table_list` lists table `name` of `main`: its type and whether it is `WITHOUT ROWID`; nil when it does not.
+        private func listed(_ name: String) throws -> (type: String, withoutRowid: Bool)? {
+            try Row.fetchOne(db, sql: "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", arguments: [name])
+                .map { ($0["type"] ?? "", $0["wr"] ?? false) }
+        }
+
+        /// The columns a rebuild copies of a table of `shape`: its stored columns, after the rowid in a
+        /// rowid table; nil when the table's columns hide its rowid.
+        private static func keptColumns(of shape: TableShape, withoutRowid: Bool) -> [String]? {
+            withoutRowid ? shape.columns : shape.rowidAlias.map { [$0] + shape.columns }
         }
 
         /// The other creations, then the check of the whole schema (``finish()``).
